@@ -1,0 +1,6 @@
+"""The dataset format: schema, loading with validation, and writing."""
+
+from sim2real.dataset.schema import FAMILIES, Channel, Family, ParamRange, infer_family
+from sim2real.dataset.write import write_dataset
+
+__all__ = ["FAMILIES", "Channel", "Family", "ParamRange", "infer_family", "write_dataset"]

@@ -1,0 +1,100 @@
+"""The dataset format of ``shared/spec/dataset.md``: names, vocabularies, typed records."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "CTX_PREFIX",
+    "EPISODES_REQUIRED",
+    "FAMILIES",
+    "OUTCOMES",
+    "PARAM_PREFIX",
+    "SOURCES",
+    "SYS_PREFIX",
+    "Channel",
+    "Family",
+    "ParamRange",
+    "infer_family",
+]
+
+Family = Literal["perception", "dynamics", "policy", "system"]
+FAMILIES: tuple[Family, ...] = ("perception", "dynamics", "policy", "system")
+SOURCES = ("real", "sim")
+OUTCOMES = ("success", "failure")
+EPISODES_REQUIRED = ("episode_id", "source", "task")
+CTX_PREFIX = "ctx."
+PARAM_PREFIX = "param."
+SYS_PREFIX = "sys."
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One signal column and what it measures."""
+
+    name: str
+    family: Family
+    unit: str = ""
+    inferred: bool = False
+
+
+@dataclass(frozen=True)
+class ParamRange:
+    """The randomisation range a simulation parameter was sampled from."""
+
+    name: str
+    low: float
+    high: float
+    nominal: float
+
+    @property
+    def spread(self) -> float:
+        """Width of the range; 1.0 for a degenerate range so shifts stay finite."""
+        width = self.high - self.low
+        return width if width > 0 else 1.0
+
+
+# Checked in order: the first family whose pattern matches a word of the name wins, so the
+# specific system/perception vocabularies come before the broad dynamics one.
+_FAMILY_PATTERNS: tuple[tuple[Family, re.Pattern[str]], ...] = (
+    ("system", re.compile(
+        r"latency|lag|delay|drop|dropped|jitter|skew|clock|cpu|mem|network|net|rtt|ping|"
+        r"packet|queue|loop_dt|heartbeat|bandwidth|temp_c|load|stale|timeout")),
+    ("perception", re.compile(
+        r"det|detect|detection|conf|confidence|pose_err|pose_error|est|estimate|bright|"
+        r"brightness|contrast|sharp|sharpness|blur|exposure|image|img|cam|camera|depth|"
+        r"lidar|point|pixel|saturation|hist|visib|visibility|occlu|occlusion|lux|seg|"
+        r"keypoint|bbox|track_conf|perception")),
+    ("policy", re.compile(
+        r"cmd|command|action|act|target|setpoint|goal|policy|plan|ref|desired|logit|"
+        r"entropy|value")),
+    ("dynamics", re.compile(
+        r"pos|pose|position|vel|velocity|acc|accel|torque|tau|effort|force|wrench|contact|slip|"
+        r"grip|gripper|width|joint|q|qd|dq|current|motor|track|tracking|err|error|imu|"
+        r"gyro|wheel|odom|friction|load_cell|mass|speed")),
+)
+
+
+# A pose *estimate* or its error is what perception reports, a pose alone is physical state.
+_PERCEIVED_POSE = re.compile(r"pose_?(est|estimate|err|error|uncert)")
+
+
+def infer_family(name: str) -> Family | None:
+    """Guess a channel's family from its name, or ``None`` when nothing matches.
+
+    Names are split on ``_``, ``.``, ``/``, ``-`` and camelCase; a family matches when one of
+    its words equals or starts a word of the name (``det_confidence`` -> perception).
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    if _PERCEIVED_POSE.search(spaced):
+        return "perception"
+    words = [w for w in re.split(r"[_./\-\s\[\]]+", spaced) if w]
+    for family, pattern in _FAMILY_PATTERNS:
+        for word in words:
+            if pattern.fullmatch(word) or any(
+                word.startswith(p) for p in pattern.pattern.split("|") if len(p) >= 4
+            ):
+                return family
+    return None

@@ -1,0 +1,163 @@
+"""The JSON outputs of ``shared/spec/report.md`` as pydantic models.
+
+Fields the spec names keep its names and meanings; fields added beyond it are marked
+"extension" in their description. Models are frozen: a report is a snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Action",
+    "ActionKind",
+    "ClusterReport",
+    "ClusterTrend",
+    "DatasetSummary",
+    "DeploymentRate",
+    "EventReport",
+    "FamilyScores",
+    "Lifecycle",
+    "RateSummary",
+    "ReportModel",
+    "SimParam",
+    "Taxonomy",
+    "TopChannel",
+    "ValidationCluster",
+    "ValidationModel",
+    "Verdict",
+]
+
+Taxonomy = Literal[
+    "perception_drift",
+    "dynamics_mismatch",
+    "task_scope_overflow",
+    "deployment_system_noise",
+    "unexplained",
+]
+ActionKind = Literal[
+    "recalibrate_param",
+    "widen_randomization",
+    "add_training_scenarios",
+    "fix_infrastructure",
+    "improve_perception",
+    "investigate",
+]
+Verdict = Literal["shrank", "grew", "unchanged", "new", "gone"]
+Lifecycle = Literal["new", "ongoing", "escalating", "resolved", "regressed"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class DatasetSummary(_Frozen):
+    episodes_real: int
+    episodes_sim: int
+    failures: int
+    deployments: list[str] = Field(description="in time order")
+    tasks: list[str]
+
+
+class FamilyScores(_Frozen):
+    perception: float = 0.0
+    dynamics: float = 0.0
+    policy: float = 0.0
+    system: float = 0.0
+    task_scope: float = 0.0
+
+
+class TopChannel(_Frozen):
+    channel: str
+    family: str | None = None
+    effect: float = Field(description="signed standardised difference, real minus sim")
+
+
+class EventReport(_Frozen):
+    episode_id: str
+    deployment: str
+    cluster_id: str | None
+    drift_score: float = Field(ge=0)
+    family_scores: FamilyScores
+    top_channels: list[TopChannel]
+    nearest_sim: list[str]
+
+
+class DeploymentRate(_Frozen):
+    deployment: str
+    episodes: int
+    failures: int
+    rate: float
+
+
+class ClusterTrend(_Frozen):
+    per_deployment: list[DeploymentRate]
+    growth: float = Field(description="change of log-rate per deployment")
+    p_value: float
+
+
+class SimParam(_Frozen):
+    param: str
+    sim_low: float
+    sim_high: float
+    sim_nominal: float
+    estimate: float
+    shift: float = Field(description="(estimate - nominal) / (sim_high - sim_low)")
+    outside_range: bool
+
+
+class Action(_Frozen):
+    kind: ActionKind
+    target: str
+    detail: str
+    expected_reduction: float = Field(ge=0, le=1)
+
+
+class ClusterReport(_Frozen):
+    cluster_id: str
+    taxonomy: Taxonomy
+    confidence: float = Field(ge=0, le=1)
+    explanation: str
+    size: int
+    events: list[str]
+    trend: ClusterTrend
+    top_channels: list[TopChannel]
+    sim_params: list[SimParam] = Field(default_factory=list)
+    actions: list[Action] = Field(default_factory=list)
+
+
+class ReportModel(_Frozen):
+    schema_version: Literal[1] = 1
+    tool_version: str
+    dataset: DatasetSummary
+    events: list[EventReport]
+    clusters: list[ClusterReport] = Field(description="most urgent first")
+    fastest_growing: str | None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RateSummary(_Frozen):
+    episodes: int
+    failures: int
+    rate: float
+
+
+class ValidationCluster(_Frozen):
+    cluster_id: str
+    taxonomy: Taxonomy
+    baseline: RateSummary
+    candidate: RateSummary
+    rate_ratio: float | None = Field(description="candidate / baseline; null when undefined")
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float
+    verdict: Verdict
+
+
+class ValidationModel(_Frozen):
+    schema_version: Literal[1] = 1
+    baseline: list[str]
+    candidate: list[str]
+    clusters: list[ValidationCluster]
