@@ -1,6 +1,16 @@
 """The dataset format: schema, loading with validation, and writing."""
 
+from sim2real.dataset.load import Dataset, load_dataset
 from sim2real.dataset.schema import FAMILIES, Channel, Family, ParamRange, infer_family
 from sim2real.dataset.write import write_dataset
 
-__all__ = ["FAMILIES", "Channel", "Family", "ParamRange", "infer_family", "write_dataset"]
+__all__ = [
+    "FAMILIES",
+    "Channel",
+    "Dataset",
+    "Family",
+    "ParamRange",
+    "infer_family",
+    "load_dataset",
+    "write_dataset",
+]

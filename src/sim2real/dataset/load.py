@@ -1,0 +1,269 @@
+"""Read a dataset folder and check every rule of the format."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
+
+from sim2real.dataset.schema import (
+    CTX_PREFIX,
+    FAMILIES,
+    PARAM_PREFIX,
+    SYS_PREFIX,
+    Channel,
+    Family,
+    ParamRange,
+    infer_family,
+)
+from sim2real.dataset.validate import check_episodes, check_signal_part
+from sim2real.errors import DatasetError
+
+__all__ = ["Dataset", "load_dataset"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A validated dataset: the episodes table in memory, signals read on demand.
+
+    Attributes:
+        root: the dataset folder.
+        episodes: one row per episode, ``started_at`` as a UTC timestamp.
+        signal_files: the Parquet or CSV files holding the samples.
+        channels: every channel present in the signals, in column order.
+        params: randomisation ranges, keyed by parameter name without ``param.``.
+        deployments: real deployments ordered by their earliest ``started_at``.
+        warnings: what the loader had to guess (inferred families, derived ranges).
+    """
+
+    root: Path
+    episodes: pa.Table
+    signal_files: tuple[Path, ...]
+    channels: Mapping[str, Channel]
+    params: Mapping[str, ParamRange]
+    deployments: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def ctx_columns(self) -> list[str]:
+        return [c for c in self.episodes.column_names if c.startswith(CTX_PREFIX)]
+
+    @property
+    def sys_columns(self) -> list[str]:
+        return [c for c in self.episodes.column_names if c.startswith(SYS_PREFIX)]
+
+    def read_signals(
+        self,
+        episode_ids: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """Samples of the given episodes (all when ``None``), ``episode_id`` and ``t`` first.
+
+        Only the named channel columns are read, and row groups whose ``episode_id`` range
+        misses the requested IDs are skipped, so reading a few windows stays cheap.
+        """
+        wanted = ["episode_id", "t", *(columns if columns is not None else self.channels)]
+        source = _signal_dataset(self.signal_files)
+        present = [c for c in wanted if c in source.schema.names]
+        filt = None
+        if episode_ids is not None:
+            filt = pc.field("episode_id").isin(pa.array(list(episode_ids), pa.string()))
+        table = source.to_table(columns=present, filter=filt)
+        for name in wanted:
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows, pa.float64()))
+        return table.select(wanted)
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load a dataset folder and validate it against the dataset format.
+
+    Args:
+        path: folder with ``episodes.parquet|csv``, ``signals.parquet|csv`` or ``signals/``,
+            and optionally ``channels.csv`` and ``params.csv``.
+
+    Returns:
+        The validated :class:`Dataset`.
+
+    Raises:
+        DatasetError: a rule of the format is broken; the message names file, column, row.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise DatasetError("expected a dataset folder", file=str(root))
+    episodes_file = _one_of(root, "episodes.parquet", "episodes.csv")
+    episodes = check_episodes(_read_table(episodes_file), str(episodes_file))
+    signal_files = _signal_files(root)
+    channel_names = _channel_columns(signal_files)
+    known_ids = episodes["episode_id"]
+    for file in signal_files:
+        for batch_table in _iter_parts(file):
+            check_signal_part(batch_table, str(file), known_ids)
+    warnings: list[str] = []
+    channels = _channels(root, channel_names, warnings)
+    params = _params(root, episodes, warnings)
+    return Dataset(
+        root=root,
+        episodes=episodes,
+        signal_files=signal_files,
+        channels=channels,
+        params=params,
+        deployments=_deployment_order(episodes),
+        warnings=tuple(warnings),
+    )
+
+
+def _one_of(root: Path, *names: str) -> Path:
+    for name in names:
+        if (root / name).exists():
+            return root / name
+    raise DatasetError(f"missing; expected one of {', '.join(names)}", file=str(root))
+
+
+def _read_table(file: Path) -> pa.Table:
+    try:
+        if file.suffix == ".csv":
+            return pacsv.read_csv(file)
+        return pads.dataset(file, format="parquet").to_table()
+    except (pa.ArrowInvalid, OSError) as err:
+        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
+def _signal_files(root: Path) -> tuple[Path, ...]:
+    if (root / "signals").is_dir():
+        parts = tuple(sorted((root / "signals").glob("*.parquet")))
+        if not parts:
+            raise DatasetError("folder holds no *.parquet parts", file=str(root / "signals"))
+        return parts
+    return (_one_of(root, "signals.parquet", "signals.csv"),)
+
+
+def _signal_dataset(files: Sequence[Path]) -> pads.Dataset:
+    fmt = "csv" if files[0].suffix == ".csv" else "parquet"
+    return pads.dataset([str(f) for f in files], format=fmt)
+
+
+def _iter_parts(file: Path) -> list[pa.Table]:
+    """The ``episode_id`` and ``t`` columns of one signals file, in file order."""
+    try:
+        source = _signal_dataset([file])
+        for required in ("episode_id", "t"):
+            if required not in source.schema.names:
+                raise DatasetError("required column is missing", file=str(file), column=required)
+        return [source.to_table(columns=["episode_id", "t"])]
+    except (pa.ArrowInvalid, OSError) as err:
+        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
+def _channel_columns(files: Sequence[Path]) -> list[str]:
+    names: dict[str, None] = {}
+    for file in files:
+        schema = _signal_dataset([file]).schema
+        for field in schema:
+            if field.name in ("episode_id", "t"):
+                continue
+            if not (pa.types.is_floating(field.type) or pa.types.is_integer(field.type)
+                    or pa.types.is_null(field.type)):
+                msg = f"channel must be numeric, found {field.type}"
+                raise DatasetError(msg, file=str(file), column=field.name)
+            names[field.name] = None
+    if not names:
+        raise DatasetError("no channel columns besides episode_id and t", file=str(files[0]))
+    return list(names)
+
+
+def _channels(root: Path, names: list[str], warnings: list[str]) -> dict[str, Channel]:
+    declared: dict[str, Channel] = {}
+    path = root / "channels.csv"
+    if path.exists():
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            for field in ("channel", "family"):
+                if field not in (reader.fieldnames or []):
+                    raise DatasetError("required column is missing", file=str(path), column=field)
+            for row_number, row in enumerate(reader):
+                family = (row["family"] or "").strip()
+                if family not in FAMILIES:
+                    msg = f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}"
+                    raise DatasetError(msg, file=str(path), column="family", row=row_number)
+                name = row["channel"].strip()
+                declared[name] = Channel(name, family, (row.get("unit") or "").strip())  # type: ignore[arg-type]
+    channels: dict[str, Channel] = {}
+    inferred: list[str] = []
+    for name in names:
+        if name in declared:
+            channels[name] = declared[name]
+            continue
+        guess: Family | None = infer_family(name)
+        if guess is None:
+            warnings.append(f"channel {name!r}: family not declared nor inferable; assumed dynamics")
+            guess = "dynamics"
+        inferred.append(f"{name}->{guess}")
+        channels[name] = Channel(name, guess, inferred=True)
+    if inferred:
+        warnings.append("channel families inferred from names: " + ", ".join(inferred))
+    return channels
+
+
+def _params(root: Path, episodes: pa.Table, warnings: list[str]) -> dict[str, ParamRange]:
+    columns = [c for c in episodes.column_names if c.startswith(PARAM_PREFIX)]
+    sim = episodes.filter(pc.equal(episodes["source"], "sim"))
+    declared: dict[str, ParamRange] = {}
+    path = root / "params.csv"
+    if path.exists():
+        declared = _read_params_csv(path)
+    params: dict[str, ParamRange] = {}
+    derived: list[str] = []
+    for column in columns:
+        name = column.removeprefix(PARAM_PREFIX)
+        if name in declared:
+            params[name] = declared[name]
+            continue
+        values = sim[column].to_numpy(zero_copy_only=False).astype(float)
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        low, high = float(values.min()), float(values.max())
+        params[name] = ParamRange(name, low, high, (low + high) / 2)
+        derived.append(name)
+    if derived:
+        warnings.append("parameter ranges taken from the sim rows (no params.csv entry): "
+                        + ", ".join(derived))
+    return params
+
+
+def _read_params_csv(path: Path) -> dict[str, ParamRange]:
+    out: dict[str, ParamRange] = {}
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        for field in ("param", "low", "high"):
+            if field not in (reader.fieldnames or []):
+                raise DatasetError("required column is missing", file=str(path), column=field)
+        for row_number, row in enumerate(reader):
+            name = row["param"].strip().removeprefix(PARAM_PREFIX)
+            try:
+                low, high = float(row["low"]), float(row["high"])
+                nominal = float(row["nominal"]) if row.get("nominal") else (low + high) / 2
+            except ValueError as err:
+                raise DatasetError(f"not a number: {err}", file=str(path), row=row_number) from err
+            if not low <= nominal <= high:
+                msg = f"expected low <= nominal <= high, got {low}, {nominal}, {high}"
+                raise DatasetError(msg, file=str(path), column="param", row=row_number)
+            out[name] = ParamRange(name, low, high, nominal)
+    return out
+
+
+def _deployment_order(episodes: pa.Table) -> tuple[str, ...]:
+    real = episodes.filter(pc.equal(episodes["source"], "real"))
+    if real.num_rows == 0:
+        return ()
+    grouped = real.group_by("deployment").aggregate([("started_at", "min")])
+    ordered = grouped.sort_by([("started_at_min", "ascending"), ("deployment", "ascending")])
+    return tuple(ordered["deployment"].to_pylist())
