@@ -12,8 +12,8 @@ __all__ = [
     "IngestError",
     "InputError",
     "ReportError",
-    "SimulatorError",
     "Sim2RealError",
+    "SimulatorError",
     "UsageError",
 ]
 

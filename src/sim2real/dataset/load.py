@@ -203,7 +203,9 @@ def _channels(root: Path, names: list[str], warnings: list[str]) -> dict[str, Ch
             continue
         guess: Family | None = infer_family(name)
         if guess is None:
-            warnings.append(f"channel {name!r}: family not declared nor inferable; assumed dynamics")
+            warnings.append(
+                f"channel {name!r}: family neither declared nor inferable; assumed dynamics"
+            )
             guess = "dynamics"
         inferred.append(f"{name}->{guess}")
         channels[name] = Channel(name, guess, inferred=True)
