@@ -194,7 +194,7 @@ def _channels(root: Path, names: list[str], warnings: list[str]) -> dict[str, Ch
                     msg = f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}"
                     raise DatasetError(msg, file=str(path), column="family", row=row_number)
                 name = row["channel"].strip()
-                declared[name] = Channel(name, family, (row.get("unit") or "").strip())  # type: ignore[arg-type]
+                declared[name] = Channel(name, family, (row.get("unit") or "").strip())
     channels: dict[str, Channel] = {}
     inferred: list[str] = []
     for name in names:

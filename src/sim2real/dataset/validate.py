@@ -87,7 +87,8 @@ def _normalise(table: pa.Table, file: str) -> pa.Table:
         column = table.column(i)
         target: pa.DataType | None = None
         if name in _STRING_COLUMNS or name.startswith((CTX_PREFIX, SYS_PREFIX)):
-            if pa.types.is_dictionary(column.type) or (name in _STRING_COLUMNS and not pa.types.is_string(column.type)):
+            wrong_type = name in _STRING_COLUMNS and not pa.types.is_string(column.type)
+            if pa.types.is_dictionary(column.type) or wrong_type:
                 target = pa.string()
         elif name == "failure_time" or name.startswith(PARAM_PREFIX):
             target = pa.float64()
