@@ -1,0 +1,109 @@
+"""Episode rows and signal tables in the dataset format, shared by every ingest source."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sim2real.errors import IngestError
+
+__all__ = ["apply_sidecar", "episodes_table", "read_sidecar", "signals_table", "to_timestamp"]
+
+_FIXED = ("episode_id", "source", "task", "outcome", "failure_time", "failure_label",
+          "deployment", "started_at", "robot_id", "site")
+
+
+def to_timestamp(value: Any, where: str) -> dt.datetime:
+    """A UTC datetime from ns since the epoch, an ISO string, or a datetime.
+
+    Raises:
+        IngestError: the value is none of those.
+    """
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, int | np.integer):
+        return dt.datetime.fromtimestamp(int(value) / 1e9, tz=dt.UTC)
+    try:
+        parsed = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as err:
+        msg = f"{where}: started_at {value!r} is not an ISO timestamp (2026-03-01T08:00:00Z)"
+        raise IngestError(msg) from err
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _column(name: str, values: list[Any]) -> pa.Array:
+    if name == "started_at":
+        return pa.array(values, type=pa.timestamp("us", tz="UTC"))
+    if name == "failure_time" or name.startswith("param."):
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    present = [v for v in values if v is not None]
+    if any(isinstance(v, str) for v in present) or not present:
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+    if all(isinstance(v, bool) for v in present):
+        return pa.array(values, type=pa.bool_())
+    return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+
+
+def episodes_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """One table from episode dicts; columns in the spec's order, then ctx/param/sys sorted.
+
+    Raises:
+        IngestError: two episodes share an ID.
+    """
+    seen: set[str] = set()
+    for row in rows:
+        if row["episode_id"] in seen:
+            msg = (f"episode_id {row['episode_id']!r} comes out twice; "
+                   "change the mapping's episodes.id template")
+            raise IngestError(msg)
+        seen.add(row["episode_id"])
+    names = [n for n in _FIXED if any(n in r for r in rows)]
+    names += sorted({k for r in rows for k in r} - set(_FIXED))
+    return pa.table({n: _column(n, [r.get(n) for r in rows]) for n in names})
+
+
+def signals_table(episode_id: str, t: np.ndarray, columns: dict[str, np.ndarray]) -> pa.Table:
+    """Signals of one episode; NaN marks "no sample of this channel at this time" (null)."""
+    data: dict[str, pa.Array] = {
+        "episode_id": pa.array(np.full(len(t), episode_id, dtype=object), type=pa.string()),
+        "t": pa.array(t, type=pa.float64()),
+    }
+    for name, values in columns.items():
+        data[name] = pa.array(values, type=pa.float64(), mask=np.isnan(values))
+    return pa.table(data)
+
+
+def read_sidecar(path: Path, key: str) -> dict[str, dict[str, str]]:
+    """Rows of a sidecar CSV by their ``key`` column.
+
+    Raises:
+        IngestError: the file is missing or has no ``key`` column.
+    """
+    try:
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            if key not in (reader.fieldnames or []):
+                msg = f"{path}: sidecar has no column {key!r}; columns: {reader.fieldnames}"
+                raise IngestError(msg)
+            return {row[key]: row for row in reader}
+    except OSError as err:
+        raise IngestError(f"{path}: cannot read the sidecar CSV ({err.strerror})") from err
+
+
+def apply_sidecar(rows: list[dict[str, Any]], path: Path, key: str = "episode_id") -> None:
+    """Overwrite episode fields with a sidecar's non-empty cells (matched on ``key``).
+
+    Sidecar columns named like episode columns (``outcome``, ``ctx.object``...) land there.
+    """
+    table = read_sidecar(path, key)
+    for row in rows:
+        extra = table.get(str(row.get(key, row["episode_id"])), {})
+        for name, cell in extra.items():
+            if name != key and cell not in ("", None):
+                row[name] = to_timestamp(cell, str(path)) if name == "started_at" else cell

@@ -1,0 +1,160 @@
+"""Per-frame image statistics that become perception channels.
+
+Each frame gives ``brightness`` (mean luma, 0-1), ``contrast`` (RMS contrast: standard
+deviation of luma, 0-1), ``sharpness`` (variance of the 4-neighbour Laplacian of luma in
+0-255 units, the usual blur measure: lower is blurrier), ``saturation`` (share of pixels
+clipped at the top of the range: any channel >= 250/255) and, per episode, ``hist_dist``
+(Hellinger distance, 0-1, between the frame's 8-bin-per-channel colour histogram and that of
+the episode's first frame).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import numpy as np
+
+from sim2real.errors import IngestError
+from sim2real.ingest._optional import require
+
+__all__ = ["HIST_BINS", "STATS", "decode_compressed", "decode_image", "decode_raw",
+           "frame_stats", "hist_distance", "is_image_type"]
+
+STATS = ("brightness", "contrast", "sharpness", "saturation")
+HIST_BINS = 8
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+# Frames above this many pixels are subsampled 2x per axis before the statistics: they stay
+# comparable within a topic and decoding keeps up with the recorded frame rate.
+_MAX_PIXELS = 1_500_000
+_RAW = {  # encoding -> (channels, dtype, channel order to RGB or None)
+    "rgb8": (3, np.uint8, None), "bgr8": (3, np.uint8, [2, 1, 0]),
+    "rgba8": (4, np.uint8, None), "bgra8": (4, np.uint8, [2, 1, 0, 3]),
+    "mono8": (1, np.uint8, None), "8uc1": (1, np.uint8, None), "8uc3": (3, np.uint8, [2, 1, 0]),
+    "mono16": (1, np.uint16, None), "16uc1": (1, np.uint16, None),
+}
+
+
+def is_image_type(msgtype: str) -> bool:
+    """Whether a schema name is one of the image messages sim2real reads."""
+    name = msgtype.replace("/msg/", "/").replace(".", "/").split("/")[-1]
+    return name in ("Image", "CompressedImage", "RawImage")
+
+
+def _get(msg: Any, name: str) -> Any:
+    return msg[name] if isinstance(msg, dict) else getattr(msg, name)
+
+
+def _bytes(data: Any) -> bytes | np.ndarray:
+    if isinstance(data, str):  # JSON channels carry bytes as base64
+        return base64.b64decode(data)
+    if isinstance(data, np.ndarray):
+        return data
+    return bytes(data)
+
+
+def decode_raw(msg: Any) -> np.ndarray:
+    """Pixels of a ``sensor_msgs/Image`` or ``foxglove.RawImage`` as ``(H, W, C)``.
+
+    Raises:
+        IngestError: an encoding outside ``rgb8 bgr8 rgba8 bgra8 mono8 mono16 8UC1 8UC3 16UC1``.
+    """
+    encoding = str(_get(msg, "encoding")).lower()
+    if encoding not in _RAW:
+        msg_ = f"image encoding {encoding!r} is not supported; expected one of {sorted(_RAW)}"
+        raise IngestError(msg_)
+    channels, dtype, order = _RAW[encoding]
+    height, width, step = int(_get(msg, "height")), int(_get(msg, "width")), int(_get(msg, "step"))
+    buf = np.frombuffer(_bytes(_get(msg, "data")), dtype=np.uint8)
+    item = np.dtype(dtype).itemsize
+    if buf.size < height * step or step < width * channels * item:
+        msg_ = f"image data holds {buf.size} bytes; {height}x{step} expected for {encoding}"
+        raise IngestError(msg_)
+    rows = buf[: height * step].reshape(height, step)[:, : width * channels * item]
+    pixels = rows.copy().view(dtype).reshape(height, width, channels)
+    if bool(_get(msg, "is_bigendian")) if _has(msg, "is_bigendian") else False:
+        pixels = pixels.byteswap()
+    return pixels[..., order] if order else pixels
+
+
+def _has(msg: Any, name: str) -> bool:
+    return name in msg if isinstance(msg, dict) else hasattr(msg, name)
+
+
+def decode_compressed(msg: Any) -> np.ndarray:
+    """Pixels of a ``CompressedImage`` (JPEG, PNG, anything pillow reads) as ``(H, W, C)``.
+
+    Raises:
+        IngestError: the bytes are not an image pillow can decode.
+    """
+    image_mod = require("PIL.Image")
+    try:
+        data = _bytes(_get(msg, "data"))
+        raw = data.tobytes() if isinstance(data, np.ndarray) else data
+        with image_mod.open(io.BytesIO(raw)) as img:
+            if img.mode not in ("L", "RGB", "I;16"):
+                img = img.convert("RGB")
+            pixels = np.asarray(img)
+    except (OSError, ValueError, SyntaxError) as err:
+        fmt = _get(msg, "format") if _has(msg, "format") else "?"
+        raise IngestError(f"compressed image (format {fmt!r}) does not decode: {err}") from err
+    return pixels[..., None] if pixels.ndim == 2 else pixels
+
+
+def decode_image(msg: Any, msgtype: str) -> np.ndarray:
+    """Pixels of any supported image message, ``(H, W, C)`` uint8 or uint16."""
+    if "Compressed" in msgtype:
+        return decode_compressed(msg)
+    return decode_raw(msg)
+
+
+def frame_stats(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Statistics of one frame.
+
+    Args:
+        pixels: ``(H, W)`` or ``(H, W, C)`` uint8 / uint16, RGB(A) or grey.
+
+    Returns:
+        ``(stats, hist)``: the four values of :data:`STATS`, and the concatenated per-channel
+        histograms (``HIST_BINS`` per colour channel, each summing to 1).
+    """
+    if pixels.ndim == 2:
+        pixels = pixels[..., None]
+    if pixels.shape[0] * pixels.shape[1] > _MAX_PIXELS:
+        pixels = pixels[::2, ::2]
+    colour = pixels[..., :3] if pixels.shape[2] >= 3 else pixels[..., :1]
+    deep = colour.dtype == np.uint16
+    scale = np.float32(65535.0 if deep else 255.0)
+    if colour.shape[2] == 3:
+        luma = colour.astype(np.float32) @ _LUMA
+    else:
+        luma = colour[..., 0].astype(np.float32)
+    luma /= scale
+    lap = (luma[:-2, 1:-1] + luma[2:, 1:-1] + luma[1:-1, :-2] + luma[1:-1, 2:]
+           - 4.0 * luma[1:-1, 1:-1]) * 255.0
+    clip = np.uint16(64250) if deep else np.uint8(250)
+    stats = np.array([luma.mean(), luma.std(), lap.var() if lap.size else 0.0,
+                      (colour.max(axis=2) >= clip).mean()], dtype=np.float64)
+    shift = 13 if deep else 5  # top 3 bits: 8 bins
+    hist = np.concatenate([
+        np.bincount((colour[..., c] >> shift).ravel(), minlength=HIST_BINS)[:HIST_BINS]
+        for c in range(colour.shape[2])]).astype(np.float64)
+    hist /= max(luma.size, 1)
+    return stats, hist
+
+
+def hist_distance(hists: np.ndarray) -> np.ndarray:
+    """Hellinger distance of each histogram to the first one.
+
+    Args:
+        hists: ``(n_frames, n_bins_total)``, each channel's block summing to 1.
+
+    Returns:
+        ``(n_frames,)`` in 0-1; 0 for the first frame.
+    """
+    if len(hists) == 0:
+        return np.zeros(0)
+    channels = max(hists.shape[1] // HIST_BINS, 1)
+    bc = np.sqrt(hists * hists[0]).sum(axis=1) / channels
+    return np.sqrt(np.clip(1.0 - bc, 0.0, 1.0))
