@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import pyarrow as pa
 
 from sim2real.errors import IngestError
 
-__all__ = ["apply_sidecar", "episodes_table", "read_sidecar", "signals_table", "to_timestamp"]
+__all__ = ["EpisodeDefaults", "apply_sidecar", "episodes_table", "finish_rows", "read_sidecar",
+           "signals_table", "to_timestamp"]
 
 _FIXED = ("episode_id", "source", "task", "outcome", "failure_time", "failure_label",
           "deployment", "started_at", "robot_id", "site")
@@ -107,3 +109,34 @@ def apply_sidecar(rows: list[dict[str, Any]], path: Path, key: str = "episode_id
         for name, cell in extra.items():
             if name != key and cell not in ("", None):
                 row[name] = to_timestamp(cell, str(path)) if name == "started_at" else cell
+
+
+@dataclass(frozen=True)
+class EpisodeDefaults:
+    """Episode fields a tabular source (LeRobot, robomimic) does not record itself."""
+
+    source: str | None = None
+    task: str | None = None
+    deployment: str | None = None
+    outcome: str | None = None
+    started_at: dt.datetime | None = None
+    sidecar: Path | None = None
+
+    def check(self) -> None:
+        """Raise :class:`IngestError` for a source or outcome outside the spec's vocabulary."""
+        if self.source not in (None, "real", "sim"):
+            raise IngestError(f"--source {self.source!r}: expected real or sim")
+        if self.outcome not in (None, "success", "failure"):
+            raise IngestError(f"--outcome {self.outcome!r}: expected success or failure")
+
+
+def finish_rows(rows: list[dict[str, Any]], defaults: EpisodeDefaults) -> pa.Table:
+    """Apply the given defaults (they override what the source said), then the sidecar."""
+    defaults.check()
+    for row in rows:
+        for name in ("source", "task", "deployment", "outcome", "started_at"):
+            if getattr(defaults, name) is not None:
+                row[name] = getattr(defaults, name)
+    if defaults.sidecar is not None:
+        apply_sidecar(rows, defaults.sidecar)
+    return episodes_table(rows)

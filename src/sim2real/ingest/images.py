@@ -20,7 +20,7 @@ from sim2real.errors import IngestError
 from sim2real.ingest._optional import require
 
 __all__ = ["HIST_BINS", "STATS", "decode_compressed", "decode_image", "decode_raw",
-           "frame_stats", "hist_distance", "is_image_type"]
+           "episode_image_columns", "frame_stats", "hist_distance", "is_image_type"]
 
 STATS = ("brightness", "contrast", "sharpness", "saturation")
 HIST_BINS = 8
@@ -158,3 +158,13 @@ def hist_distance(hists: np.ndarray) -> np.ndarray:
     channels = max(hists.shape[1] // HIST_BINS, 1)
     bc = np.sqrt(hists * hists[0]).sum(axis=1) / channels
     return np.sqrt(np.clip(1.0 - bc, 0.0, 1.0))
+
+
+def episode_image_columns(prefix: str, frames: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The five perception columns ``<prefix>_<stat>`` of one episode's frames, in order."""
+    pairs = [frame_stats(f) for f in frames]
+    stats = np.array([p[0] for p in pairs]).reshape(len(pairs), len(STATS))
+    columns = {f"{prefix}_{name}": stats[:, i] for i, name in enumerate(STATS)}
+    hists = np.array([p[1] for p in pairs])
+    columns[f"{prefix}_hist_dist"] = hist_distance(hists) if len(pairs) else np.zeros(0)
+    return columns
