@@ -1,0 +1,122 @@
+"""The deployed policy: a scripted pick-and-place state machine.
+
+It works in pad-centre coordinates (world metres), sends velocity commands (a P law with
+velocity and acceleration limits) and a grip command, and moves to the next phase only
+when its measured state says the current one is done, as a real sequencer would. It never
+sees the truth: the object's position comes from the detector, its class from the work
+order (an unknown class is planned like the closest known one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from sim2real.demo.perception import Frame
+from sim2real.demo.world import BIN_CENTER, CATALOGUE
+
+__all__ = ["Command", "Controller", "Phase"]
+
+_KP = 8.0  # 1/s, position-to-velocity gain close to a waypoint
+_VMAX = 0.4  # m/s
+_AMAX = 3.0  # m/s^2, command rate limit
+_ADEC = 2.0  # m/s^2, planned braking (below _AMAX so the rate limit can follow it)
+_TOL = 0.005  # m, a waypoint counts as reached within this distance
+_CONF_MIN = 0.5  # frames below this confidence are ignored
+_HOVER_Z = 0.2
+_CARRY_Z = 0.21
+_MIN_GRASP_Z = 0.04  # the pad bottoms stay 8 mm above the table
+_CLOSE_S = 0.35
+_RELEASE_S = 0.3
+_PERCEIVE_S = 0.2
+
+
+class Phase(IntEnum):
+    """The sequencer's phases, in order."""
+
+    PERCEIVE = 0
+    APPROACH = 1
+    DESCEND = 2
+    CLOSE = 3
+    LIFT = 4
+    TRANSPORT = 5
+    LOWER = 6
+    RELEASE = 7
+    RETREAT = 8
+    DONE = 9
+
+
+@dataclass(frozen=True)
+class Command:
+    """One control message: axis velocities (m/s) and grip (1 close, 0 open)."""
+
+    vel: tuple[float, float, float]
+    grip: float
+
+
+@dataclass
+class Controller:
+    """The policy for one episode; ``planned_type`` is the class it plans the grasp for."""
+
+    planned_type: str
+    dt: float
+    phase: Phase = Phase.PERCEIVE
+    _t_phase: float = 0.0
+    _estimates: list[tuple[float, float]] = field(default_factory=list)
+    _target: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    _vel: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    _grip: float = 0.0
+
+    @property
+    def grasp_z(self) -> float:
+        """Pad-centre height it grasps at: the planned object's centre, above the table."""
+        return max(CATALOGUE[self.planned_type].half_height, _MIN_GRASP_Z)
+
+    def step(self, pad: np.ndarray, frame: Frame | None) -> Command:
+        """Advance one control tick from the measured pad position and the latest frame."""
+        self._t_phase += self.dt
+        if frame is not None and frame.confidence >= _CONF_MIN and self.phase == Phase.PERCEIVE:
+            self._estimates.append(frame.estimate_xy)
+        self._advance(pad)
+        err = self._target - pad
+        # Brake-in-time profile far away, a P law near the waypoint: fast and stable.
+        speed = np.minimum(np.minimum(_KP * np.abs(err), np.sqrt(2.0 * _ADEC * np.abs(err))), _VMAX)
+        want = np.sign(err) * speed if self.phase != Phase.PERCEIVE else np.zeros(3)
+        step = _AMAX * self.dt
+        self._vel = self._vel + np.clip(want - self._vel, -step, step)
+        v = self._vel
+        return Command((float(v[0]), float(v[1]), float(v[2])), self._grip)
+
+    def _advance(self, pad: np.ndarray) -> None:
+        reached = bool(np.linalg.norm(self._target - pad) < _TOL)
+        p = self.phase
+        if p == Phase.PERCEIVE:
+            self._target = pad.copy()
+            if self._t_phase >= _PERCEIVE_S and self._estimates:
+                x, y = np.mean(np.asarray(self._estimates), axis=0)
+                self._go(Phase.APPROACH, (x, y, _HOVER_Z))
+        elif p == Phase.APPROACH and reached:
+            self._go(Phase.DESCEND, (self._target[0], self._target[1], self.grasp_z))
+        elif p == Phase.DESCEND and reached:
+            self._grip = 1.0
+            self._go(Phase.CLOSE, tuple(self._target))
+        elif p == Phase.CLOSE and self._t_phase >= _CLOSE_S:
+            self._go(Phase.LIFT, (self._target[0], self._target[1], _CARRY_Z))
+        elif p == Phase.LIFT and reached:
+            self._go(Phase.TRANSPORT, (BIN_CENTER[0], BIN_CENTER[1], _CARRY_Z))
+        elif p == Phase.TRANSPORT and reached:
+            self._go(Phase.LOWER, (BIN_CENTER[0], BIN_CENTER[1], self.grasp_z + 0.03))
+        elif p == Phase.LOWER and reached:
+            self._grip = 0.0
+            self._go(Phase.RELEASE, tuple(self._target))
+        elif p == Phase.RELEASE and self._t_phase >= _RELEASE_S:
+            self._go(Phase.RETREAT, (BIN_CENTER[0], BIN_CENTER[1], _HOVER_Z))
+        elif p == Phase.RETREAT and reached:
+            self._go(Phase.DONE, tuple(self._target))
+
+    def _go(self, phase: Phase, target: tuple[float, ...]) -> None:
+        self.phase = phase
+        self._t_phase = 0.0
+        self._target = np.asarray(target, dtype=float)

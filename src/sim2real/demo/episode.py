@@ -1,0 +1,304 @@
+"""One pick-and-place episode in MuJoCo: the function both simulation and reality run.
+
+Simulation rollouts call :func:`simulate_episode` with domain-randomised parameters;
+"reality" calls it with hidden parameter values and a :class:`SystemProfile` (latency
+jitter and spikes, dropped messages), which only real robots have. So a calibration that
+searches the parameters of this function can recover what reality hid.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pyarrow as pa
+
+from sim2real.demo.controller import Command, Controller, Phase
+from sim2real.demo.perception import LIGHT_SETTINGS, Detector, Frame
+from sim2real.demo.telemetry import Recorder
+from sim2real.demo.world import (
+    BIN_CENTER,
+    BIN_HALF,
+    CATALOGUE,
+    HEAD_HOME_Z,
+    NOVEL_OBJECTS,
+    PAD_BELOW_HEAD,
+    PARAM_RANGES,
+    TIMESTEP,
+    apply_params,
+    load_model,
+)
+
+__all__ = ["CONTROL_HZ", "EpisodeResult", "InitState", "SystemProfile", "simulate_episode"]
+
+CONTROL_HZ = 50.0
+T_MAX = 6.0
+_SUBSTEPS = round(1.0 / CONTROL_HZ / TIMESTEP)
+_PERCEPTION_EVERY = 5  # ticks: the detector runs at 10 Hz
+_DRIVE_LIMIT_N = 40.0  # a drive pushing this hard is blocked by something
+_IMPACT_N = 15.0  # a gripper-on-table/bin contact force this large is a crash
+_AFTER_FAILURE_S = 0.3  # the robot's stop takes a moment; telemetry continues meanwhile
+_SETTLE_S = 0.3
+# The planner knows only the training catalogue: a new class is planned as the closest one.
+_PLANNED_AS = {"bottle": "cyl_s"}
+
+
+@dataclass(frozen=True)
+class InitState:
+    """Where the object lies at the start (metres, radians)."""
+
+    object_xy: tuple[float, float]
+    object_yaw: float = 0.0
+
+
+@dataclass(frozen=True)
+class SystemProfile:
+    """The real-only software effects between the policy and the drives.
+
+    Args:
+        jitter_ms: standard deviation of the loop latency around the actuator latency.
+        spike_rate_hz: how often latency bursts start (per second).
+        spike_ms: extra latency during a burst.
+        spike_s: how long a burst lasts.
+        drop_prob: chance a command message is lost (the drives hold the previous one);
+            five times higher during a burst.
+    """
+
+    jitter_ms: float = 2.0
+    spike_rate_hz: float = 0.0
+    spike_ms: float = 0.0
+    spike_s: float = 0.4
+    drop_prob: float = 0.002
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """Telemetry (a signals table, see :mod:`sim2real.demo.telemetry`) and the outcome."""
+
+    telemetry: pa.Table
+    outcome: str
+    failure_time: float | None
+    failure_label: str | None
+
+
+@dataclass
+class _Ids:
+    obj_qpos: int
+    obj_dof: int
+    gripper_geoms: frozenset[int]
+    env_geoms: frozenset[int]
+
+    @classmethod
+    def of(cls, m: mujoco.MjModel) -> _Ids:
+        def gid(name: str) -> int:
+            return int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, name))
+
+        jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "obj")
+        env = ["table", "bin_floor"] + [f"bin_wall_{s}" for s in ("px", "nx", "py", "ny")]
+        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]),
+                   frozenset(gid(g) for g in ("pad_l", "pad_r", "palm")),
+                   frozenset(gid(g) for g in env))
+
+
+def simulate_episode(
+    params: Mapping[str, float],
+    context: Mapping[str, object],
+    init_state: InitState,
+    seed: int,
+    rate_hz: float = CONTROL_HZ,
+    *,
+    system: SystemProfile | None = None,
+    episode_id: str = "episode",
+) -> EpisodeResult:
+    """Run one pick-and-place episode and record its telemetry.
+
+    Args:
+        params: physical and sensing parameters (names of ``world.PARAM_RANGES``); missing
+            ones take their nominal value.
+        context: ``object_type`` (catalogue name), ``light_setting`` (``perception.
+            LIGHT_SETTINGS``) and ``clutter`` (0-2 other objects around).
+        init_state: the object's starting pose.
+        seed: seeds the detector noise and the system effects.
+        rate_hz: telemetry sample rate (at most the 50 Hz control rate).
+        system: real-robot system effects; ``None`` for a simulation rollout (and then the
+            system channels are not recorded).
+        episode_id: written into the telemetry's ``episode_id`` column.
+
+    Returns:
+        The telemetry and the outcome, with the failure's time and symptom label.
+    """
+    values = {k: p.nominal for k, p in PARAM_RANGES.items()} | dict(params)
+    obj_type = str(context.get("object_type", "box_m"))
+    clutter = int(context.get("clutter", 0))  # type: ignore[call-overload]
+    light = values["light_level"] * LIGHT_SETTINGS[str(context.get("light_setting", "standard"))]
+    rng = np.random.default_rng(seed)
+    model = load_model(obj_type)
+    apply_params(model, obj_type, values)
+    data = mujoco.MjData(model)
+    ids = _Ids.of(model)
+    _place_object(data, ids, obj_type, init_state)
+    mujoco.mj_forward(model, data)
+    run = _Run(model, data, ids, values["actuator_latency_ms"], system, rng)
+    detector = Detector(light, values["camera_noise"], clutter, obj_type not in NOVEL_OBJECTS, rng)
+    controller = Controller(_PLANNED_AS.get(obj_type, obj_type), 1.0 / CONTROL_HZ)
+    recorder = Recorder(min(rate_hz, CONTROL_HZ), with_system=system is not None)
+    return run.loop(controller, detector, recorder, episode_id)
+
+
+def _place_object(data: mujoco.MjData, ids: _Ids, obj_type: str, init: InitState) -> None:
+    a = ids.obj_qpos
+    data.qpos[a:a + 3] = [init.object_xy[0], init.object_xy[1],
+                          CATALOGUE[obj_type].half_height + 1e-4]
+    half = init.object_yaw / 2.0
+    data.qpos[a + 3:a + 7] = [np.cos(half), 0.0, 0.0, np.sin(half)]
+
+
+class _Run:
+    """The loop of one episode: latency pipeline, physics, failure monitor, recording."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, ids: _Ids,
+                 latency_ms: float, system: SystemProfile | None,
+                 rng: np.random.Generator) -> None:
+        self.m, self.d, self.ids = model, data, ids
+        self.latency_ms = latency_ms
+        self.system = system
+        self.rng = rng
+        self.step = 0
+        self.pending: deque[tuple[int, np.ndarray]] = deque()
+        self.last_apply = 0
+        self.spike_until = -1.0
+        self.obj_z0 = float(data.qpos[ids.obj_qpos + 2])
+        self.holding = False
+        self.failure: tuple[float, str] | None = None
+        self.done_at: float | None = None
+
+    def loop(self, controller: Controller, detector: Detector, recorder: Recorder,
+             episode_id: str) -> EpisodeResult:
+        frame: Frame | None = None
+        n_ticks = round(T_MAX * CONTROL_HZ)
+        for k in range(n_ticks):
+            t = k / CONTROL_HZ
+            fresh = k % _PERCEPTION_EVERY == 0
+            if fresh:
+                frame = detector.observe(self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 2])
+            cmd = controller.step(self._pad(), frame if fresh else None)
+            latency, dropped = self._send(t, cmd)
+            self._physics()
+            self._monitor(t + 1.0 / CONTROL_HZ, controller.phase)
+            if recorder.due(t):
+                assert frame is not None  # the first tick always observes
+                recorder.add(t, self._sample(cmd, frame, latency, dropped))
+            if self._finished(t):
+                break
+        if self.failure is None and self.done_at is None:
+            self.failure = (T_MAX, "timeout")
+        table = recorder.table(episode_id)
+        if self.failure is None:
+            return EpisodeResult(table, "success", None, None)
+        return EpisodeResult(table, "failure", round(self.failure[0], 4), self.failure[1])
+
+    def _pad(self) -> np.ndarray:
+        q = self.d.qpos
+        return np.array([q[0], q[1], HEAD_HOME_Z + q[2] - PAD_BELOW_HEAD])
+
+    def _send(self, t: float, cmd: Command) -> tuple[float, float]:
+        """Queue the command behind the actuator latency; real robots add system effects."""
+        latency = self.latency_ms
+        drop_p = 0.0
+        sysp = self.system
+        if sysp is not None:
+            if sysp.spike_rate_hz > 0 and self.rng.random() < sysp.spike_rate_hz / CONTROL_HZ:
+                self.spike_until = t + sysp.spike_s
+            burst = t < self.spike_until
+            latency += abs(self.rng.normal(0.0, sysp.jitter_ms)) + (sysp.spike_ms if burst else 0.0)
+            drop_p = sysp.drop_prob * (5.0 if burst else 1.0)
+        if drop_p > 0 and self.rng.random() < drop_p:
+            return latency, 1.0
+        grip = 0.05 * cmd.grip  # finger joint target: 0 open, 0.05 closed on the centre
+        ctrl = np.array([*cmd.vel, grip, grip])
+        # Messages arrive in order: a late one holds back those behind it.
+        apply = max(self.step + round(latency / 1000.0 / TIMESTEP), self.last_apply)
+        self.last_apply = apply
+        self.pending.append((apply, ctrl))
+        return latency, 0.0
+
+    def _physics(self) -> None:
+        end = self.step + _SUBSTEPS
+        while self.pending and self.pending[0][0] < end:
+            at = max(self.pending[0][0], self.step)
+            if at > self.step:
+                mujoco.mj_step(self.m, self.d, nstep=at - self.step)
+                self.step = at
+            self.d.ctrl[:] = self.pending.popleft()[1]
+        if end > self.step:
+            mujoco.mj_step(self.m, self.d, nstep=end - self.step)
+            self.step = end
+
+    def _monitor(self, t: float, phase: Phase) -> None:
+        """Turn what the physics did into the symptom an operator would log."""
+        if self.failure is not None:
+            return
+        obj = self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 3]
+        if self._crashed():
+            self.failure = (t, "collision")
+        elif phase == Phase.TRANSPORT and not self.holding:
+            if obj[2] > self.obj_z0 + 0.08:
+                self.holding = True
+            else:
+                self.failure = (t, "missed_pick")
+        elif self.holding and phase in (Phase.TRANSPORT, Phase.LOWER):
+            if np.linalg.norm(obj - self._pad()) > 0.08:
+                self.failure = (t, "dropped_object")
+        elif phase == Phase.DONE and self.done_at is None:
+            self.done_at = t
+        elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not self._in_bin(obj):
+            self.failure = (t, "dropped_object")
+
+    def _crashed(self) -> bool:
+        if float(np.max(np.abs(self.d.actuator_force[:3]))) > _DRIVE_LIMIT_N:
+            return True
+        force = np.zeros(6)
+        grip, env = self.ids.gripper_geoms, self.ids.env_geoms
+        for i in range(self.d.ncon):
+            c = self.d.contact[i]
+            if (c.geom1 in grip and c.geom2 in env) or (c.geom2 in grip and c.geom1 in env):
+                mujoco.mj_contactForce(self.m, self.d, i, force)
+                if force[0] > _IMPACT_N:
+                    return True
+        return False
+
+    @staticmethod
+    def _in_bin(obj: np.ndarray) -> bool:
+        return (abs(obj[0] - BIN_CENTER[0]) < BIN_HALF and abs(obj[1] - BIN_CENTER[1]) < BIN_HALF
+                and obj[2] < 0.08)
+
+    def _finished(self, t: float) -> bool:
+        if self.failure is not None:
+            return t >= self.failure[0] + _AFTER_FAILURE_S
+        return self.done_at is not None and t >= self.done_at + _SETTLE_S + 0.02
+
+    def _sample(self, cmd: Command, frame: Frame, latency: float,
+                dropped: float) -> dict[str, float]:
+        d = self.d
+        q, v, f = d.qpos, d.qvel, d.actuator_force
+        closed = cmd.grip > 0.5
+        obj_v = v[self.ids.obj_dof:self.ids.obj_dof + 3]
+        slip = float(np.linalg.norm(obj_v - v[:3])) if closed else 0.0
+        return {
+            "x_pos": q[0], "y_pos": q[1], "z_pos": q[2],
+            "x_vel": v[0], "y_vel": v[1], "z_vel": v[2],
+            "x_force": f[0], "y_force": f[1], "z_force": f[2],
+            "grip_width": 2.0 * (0.05 - 0.5 * (q[3] + q[4])),
+            "grip_force": 0.5 * (abs(f[3]) + abs(f[4])),
+            "obj_slip": slip,
+            "tracking_err": float(np.linalg.norm(d.ctrl[:3] - v[:3])),
+            "det_confidence": frame.confidence,
+            "pose_err_mm": frame.error_m * 1000.0,
+            "img_brightness": frame.brightness,
+            "img_contrast": frame.contrast,
+            "cmd_x": cmd.vel[0], "cmd_y": cmd.vel[1], "cmd_z": cmd.vel[2], "cmd_grip": cmd.grip,
+            "loop_latency_ms": latency, "dropped_msgs": dropped,
+        }
