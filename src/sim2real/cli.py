@@ -47,3 +47,8 @@ def main() -> None:
 
 
 # Commands live with the stage that owns them; this module only gathers them.
+from sim2real.ingest._cli import export, ingest, init_mapping  # noqa: E402
+
+main.add_command(ingest)
+main.add_command(init_mapping)
+main.add_command(export)
