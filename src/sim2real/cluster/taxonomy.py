@@ -1,0 +1,143 @@
+"""Name a cluster's cause family, with a confidence and a sentence a person can act on."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.drift.compute import Signatures
+from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES
+
+__all__ = ["ClusterLabel", "label_cluster", "top_channels"]
+
+# Calibrated scores: 1 is sim's own variability. 2.5x is where a family "deviates".
+SIGNIFICANT = 2.5
+_FAMILY_TAXONOMY = {
+    "perception": "perception_drift",
+    "dynamics": "dynamics_mismatch",
+    "system": "deployment_system_noise",
+    "task_scope": "task_scope_overflow",
+}
+
+
+@dataclass(frozen=True)
+class ClusterLabel:
+    """The taxonomy of one cluster and why."""
+
+    taxonomy: str
+    confidence: float
+    explanation: str
+    top_channels: list[tuple[str, str, float]]
+    family_medians: dict[str, float]
+
+
+def top_channels(sig: Signatures, rows: np.ndarray, n: int = 5) -> list[tuple[str, str, float]]:
+    """``(channel, family, median effect)`` of the cluster's most deviating channels."""
+    med = np.median(sig.effects[rows], axis=0)
+    order = np.argsort(-np.abs(med), kind="stable")[:n]
+    return [(sig.channels[i], sig.channel_families[i], float(med[i])) for i in order]
+
+
+def label_cluster(
+    sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray
+) -> ClusterLabel:
+    """Label the events ``rows`` of ``sig`` as one cluster.
+
+    The rule a careful engineer would follow: unseen context first (nothing else can be
+    trusted where sim never went); infrastructure next when system channels or suspicious
+    configs stand out; otherwise the deviating family among perception and dynamics, and
+    where both deviate, the one that deviates first in the window (a perception error
+    precedes the dynamics it causes). No family beyond sim's own variability: unexplained.
+    """
+    per_event = [_decide(sig.family_scores[i], sig.onset[i]) for i in rows]
+    taxonomy = _decide(np.median(sig.family_scores[rows], axis=0),
+                       np.median(sig.onset[rows], axis=0))
+    agree = float(np.mean([t == taxonomy for t in per_event]))
+    medians = {f: float(v) for f, v in zip(SCORE_FAMILIES, np.median(sig.family_scores[rows],
+                                                                      axis=0), strict=True)}
+    channels = top_channels(sig, rows)
+    if taxonomy == "unexplained":
+        confidence = agree
+    else:
+        family = next(f for f, t in _FAMILY_TAXONOMY.items() if t == taxonomy)
+        strength = 1.0 - np.exp(-(medians[family] - 1.0) / 2.0)
+        confidence = agree * float(np.clip(strength, 0.0, 1.0))
+    where = _where(rows, robots, sites)
+    text = _explain(taxonomy, sig, rows, channels, medians, where)
+    return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
+
+
+def _decide(family: np.ndarray, onset: np.ndarray) -> str:
+    score = dict(zip(SCORE_FAMILIES, family, strict=True))
+    first = dict(zip(CHANNEL_FAMILIES, onset, strict=True))
+    if score["task_scope"] >= SIGNIFICANT:
+        return _FAMILY_TAXONOMY["task_scope"]
+    deviating = {f: score[f] for f in ("perception", "dynamics", "system")
+                 if score[f] >= SIGNIFICANT}
+    if not deviating:
+        return "unexplained"
+    if "system" in deviating and deviating["system"] >= 0.5 * max(deviating.values()):
+        return _FAMILY_TAXONOMY["system"]
+    both = "perception" in deviating and "dynamics" in deviating
+    if both and first["perception"] != first["dynamics"]:
+        winner = "perception" if first["perception"] < first["dynamics"] else "dynamics"
+        return _FAMILY_TAXONOMY[winner]
+    physical = {f: v for f, v in deviating.items() if f != "system"}
+    return _FAMILY_TAXONOMY[max(physical, key=physical.__getitem__)]
+
+
+def _where(rows: np.ndarray, robots: np.ndarray, sites: np.ndarray) -> str:
+    parts = []
+    for label, values in (("site", sites[rows]), ("robot", robots[rows])):
+        counts = Counter(v for v in values if v is not None)
+        if not counts:
+            continue
+        top = [v for v, c in counts.most_common(3) if c >= 0.2 * len(rows)]
+        share = sum(counts[v] for v in top) / len(rows)
+        if top and share >= 0.6 and len(top) < len(counts) + (len(counts) == 1):
+            parts.append(f"{label}{'s' if len(top) > 1 else ''} {', '.join(map(str, top))} "
+                         f"({round(100 * share)}% of events)")
+    return "; ".join(parts)
+
+
+def _fmt(channel: tuple[str, str, float]) -> str:
+    return f"{channel[0]} {channel[2]:+.1f}σ"
+
+
+def _explain(
+    taxonomy: str,
+    sig: Signatures,
+    rows: np.ndarray,
+    channels: list[tuple[str, str, float]],
+    medians: dict[str, float],
+    where: str,
+) -> str:
+    located = f" Concentrated at {where}." if where else ""
+    if taxonomy == "unexplained":
+        return (f"These failures look like simulation's own: median drift score "
+                f"{np.median(sig.drift_score[rows]):.1f}, no signal family beyond "
+                f"{SIGNIFICANT}x sim's variability; inspect the matched sim failures.{located}")
+    if taxonomy == "task_scope_overflow":
+        values = Counter(v for i in rows for v in sig.novelty.values[i])
+        shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in values.most_common(3))
+        return (f"Context never seen in simulation: {shown}; nearest rollouts differ most in "
+                f"{', '.join(_fmt(c) for c in channels[:2])}. Add these scenarios to training."
+                f"{located}")
+    family = next(f for f, t in _FAMILY_TAXONOMY.items() if t == taxonomy)
+    own = [c for c in channels if c[1] == family][:2] or channels[:2]
+    lead = ", ".join(_fmt(c) for c in own)
+    if taxonomy == "deployment_system_noise":
+        flagged = Counter(v for i in rows for v in sig.sys_values[i])
+        suspects = ", ".join(v for v, _ in flagged.most_common(2))
+        config = f"; failures over-represented under {suspects}" if flagged else ""
+        return (f"Infrastructure, not the policy: {lead} versus real successes{config}. "
+                f"Fix it before retraining.{located}")
+    other = "dynamics" if family == "perception" else "perception"
+    if medians[other] >= SIGNIFICANT:
+        relation = f"deviates before {other} ({medians[other]:.1f}x)"
+    else:
+        relation = f"while {other} matches sim ({medians[other]:.1f}x)"
+    return (f"{family.capitalize()} differs from the nearest sim rollouts: {lead}, "
+            f"{relation}.{located}")

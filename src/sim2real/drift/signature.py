@@ -1,0 +1,180 @@
+"""Drift signatures: per-channel standardised differences between a window and its matches.
+
+Layouts: a window is ``(n_points, n_channels)``; its matched rollouts ``(k, n_points,
+n_channels)``; the window is split into ``n_segments`` equal parts, and a signature's
+segment scores are ``(n_segments, n_channels)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SCORE_FAMILIES", "DriftScorer", "SegmentDiff", "segment_diff"]
+
+CHANNEL_FAMILIES = ("perception", "dynamics", "policy", "system")
+SCORE_FAMILIES = (*CHANNEL_FAMILIES, "task_scope")
+
+
+@dataclass(frozen=True)
+class SegmentDiff:
+    """A window against its reference, per segment and channel.
+
+    Attributes:
+        diff: ``(n_segments, n_channels)`` window mean minus reference mean.
+        spread: ``(n_segments, n_channels)`` standard deviation among the references.
+        n_ref: ``(n_channels,)`` how many reference episodes each spread comes from.
+    """
+
+    diff: np.ndarray
+    spread: np.ndarray
+    n_ref: np.ndarray
+
+    @staticmethod
+    def join(parts: list[SegmentDiff]) -> SegmentDiff:
+        """Side by side along the channel axis (sim-compared, then success-compared)."""
+        return SegmentDiff(
+            np.concatenate([p.diff for p in parts], axis=1),
+            np.concatenate([p.spread for p in parts], axis=1),
+            np.concatenate([p.n_ref for p in parts]),
+        )
+
+
+def segment_diff(window: np.ndarray, references: np.ndarray, n_segments: int) -> SegmentDiff:
+    """Compare a window with reference windows segment by segment (NaN where unrecorded)."""
+    mine = _segment_means(window[None], n_segments)[0]
+    refs = _segment_means(references, n_segments)
+    with _quiet():
+        centre = np.nanmean(refs, axis=0)
+        spread = np.nanstd(refs, axis=0, ddof=1) if refs.shape[0] > 1 else np.zeros_like(centre)
+    n_ref = np.full(window.shape[-1], refs.shape[0])
+    return SegmentDiff(mine - centre, np.nan_to_num(spread), n_ref)
+
+
+class DriftScorer:
+    """Standardises segment differences and aggregates them into family and drift scores.
+
+    Fitted on null comparisons (sim rollouts against other sim rollouts, real successes
+    against other successes), so every score reads "multiples of sim's own variability":
+    about 1 under no gap.
+
+    Args:
+        channel_families: family of each channel, in channel order.
+        shrinkage: weight, in pseudo-episodes, of the pooled null spread mixed into the
+            spread among a query's few matches (which alone is too noisy with k ~ 5).
+        top_channels: a family's score is the RMS of its this-many largest channel effects
+            (1: the largest), so one strongly drifting channel is not diluted by quiet
+            siblings.
+        onset_threshold: a family "deviates" in a segment once its score passes this.
+    """
+
+    def __init__(
+        self,
+        channel_families: tuple[str, ...],
+        shrinkage: float = 3.0,
+        top_channels: int = 1,
+        onset_threshold: float = 3.0,
+    ) -> None:
+        self.channel_families = channel_families
+        self.shrinkage = shrinkage
+        self.top_channels = top_channels
+        self.onset_threshold = onset_threshold
+
+    def fit(self, null: list[SegmentDiff]) -> DriftScorer:
+        """Learn the pooled spread and the null medians that calibrate every score."""
+        spreads = np.stack([d.spread for d in null])
+        with _quiet():
+            floor = np.nanmedian(np.where(spreads > 0, spreads, np.nan), axis=0)
+        self.floor_ = np.where(np.isfinite(floor) & (floor > 0), floor, 1.0)
+        self.family_scale_ = np.ones(len(CHANNEL_FAMILIES))
+        self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
+        self.drift_scale_ = 1.0
+        raw = [self._raw(d) for d in null]
+        fam = np.stack([r[1] for r in raw])
+        seg = np.stack([r[2] for r in raw])
+        self.family_scale_ = _positive(np.nanmedian(fam, axis=0))
+        self.segment_scale_ = _positive(np.nanmedian(seg, axis=0))
+        base = np.stack([self._base_drift(f / self.family_scale_) for f in fam])
+        self.drift_scale_ = float(_positive(np.nanmedian(base)))
+        return self
+
+    def zscores(self, d: SegmentDiff) -> np.ndarray:
+        """``(n_segments, n_channels)`` differences in units of the pooled spread."""
+        dof = np.maximum(d.n_ref - 1, 0)
+        pooled = np.sqrt((dof * d.spread**2 + self.shrinkage * self.floor_**2)
+                         / (dof + self.shrinkage))
+        return np.nan_to_num(d.diff / pooled)
+
+    def score(self, d: SegmentDiff) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Score one comparison.
+
+        Returns:
+            ``z`` ``(n_segments, n_channels)``, channel effects ``(n_channels,)`` (the
+            strongest segment, signed), calibrated family scores ``(4,)`` and the first
+            deviating segment of each family ``(4,)`` (``n_segments`` when it never does).
+        """
+        z, family, segments = self._raw(d)
+        family = family / self.family_scale_
+        segments = segments / self.segment_scale_
+        deviates = segments > self.onset_threshold
+        onset = np.where(deviates.any(axis=1), deviates.argmax(axis=1), z.shape[0])
+        return z, _effects(z), family, onset
+
+    def drift(self, family: np.ndarray, task_scope: float) -> float:
+        """One drift score from calibrated family scores and the task-scope novelty."""
+        base = self._base_drift(family) / self.drift_scale_
+        return float(np.hypot(base, task_scope))
+
+    def _raw(self, d: SegmentDiff) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        z = self.zscores(d)
+        effects = _effects(z)
+        fams = np.array(self.channel_families)
+        family = np.zeros(len(CHANNEL_FAMILIES))
+        segments = np.zeros((len(CHANNEL_FAMILIES), z.shape[0]))
+        for i, name in enumerate(CHANNEL_FAMILIES):
+            cols = np.flatnonzero(fams == name)
+            if cols.size == 0:
+                continue
+            family[i] = _top_rms(effects[cols], self.top_channels)
+            segments[i] = [_top_rms(z[b, cols], self.top_channels) for b in range(z.shape[0])]
+        return z, family, segments
+
+    def _base_drift(self, family: np.ndarray) -> float:
+        """The family that drifts most: a gap in one family is not diluted by the others."""
+        present = [i for i, name in enumerate(CHANNEL_FAMILIES) if name in self.channel_families]
+        return float(np.max(family[present])) if present else 0.0
+
+
+def _segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
+    """``(n, n_points, c)`` -> ``(n, n_segments, c)`` means, NaN-aware."""
+    parts = np.array_split(windows, n_segments, axis=1)
+    with _quiet():
+        return np.stack([np.nanmean(p, axis=1) for p in parts], axis=1)
+
+
+def _effects(z: np.ndarray) -> np.ndarray:
+    """The segment with the largest deviation, signed: a slip that shows only in the last
+    second before the failure must not be averaged away by the calm seconds before it."""
+    strongest = np.abs(z).argmax(axis=0)
+    return z[strongest, np.arange(z.shape[1])]
+
+
+def _top_rms(values: np.ndarray, m: int) -> float:
+    top = np.sort(np.abs(values))[::-1][: max(1, min(m, values.size))]
+    return float(np.sqrt(np.mean(top**2)))
+
+
+def _positive(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(x) & (x > 0), x, 1.0)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Unrecorded channels are NaN by design: their empty-slice warnings say nothing."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield

@@ -1,0 +1,74 @@
+"""Context columns (``ctx.*``) encoded for matching and for the task-scope novelty check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["ContextTable", "context_table"]
+
+
+@dataclass(frozen=True)
+class ContextTable:
+    """The ``ctx.*`` columns of some episodes, split by kind.
+
+    Attributes:
+        size: number of episodes.
+        categorical: column name -> ``(n,)`` object array of strings (None where missing).
+        numeric: column name -> ``(n,)`` float array (NaN where missing).
+    """
+
+    size: int
+    categorical: dict[str, np.ndarray]
+    numeric: dict[str, np.ndarray]
+
+    def take(self, rows: np.ndarray) -> ContextTable:
+        """The same columns restricted to ``rows``."""
+        return ContextTable(
+            len(rows),
+            {k: v[rows] for k, v in self.categorical.items()},
+            {k: v[rows] for k, v in self.numeric.items()},
+        )
+
+    def distance(
+        self, row: int, other: ContextTable, numeric_scale: dict[str, float]
+    ) -> np.ndarray:
+        """Mean squared context distance from ``self[row]`` to every row of ``other``.
+
+        A categorical mismatch counts 1, a numeric difference its square in units of
+        ``numeric_scale``; missing values count 0.
+        """
+        total = np.zeros(other.size)
+        count = 0
+        for name, values in self.categorical.items():
+            mine = values[row]
+            if mine is None or name not in other.categorical:
+                continue
+            total += other.categorical[name] != mine
+            count += 1
+        for name, values in self.numeric.items():
+            mine = values[row]
+            if not np.isfinite(mine) or name not in other.numeric:
+                continue
+            diff = (other.numeric[name] - mine) / numeric_scale.get(name, 1.0)
+            total += np.nan_to_num(diff, nan=0.0) ** 2
+            count += 1
+        return total / count if count else total
+
+
+def context_table(episodes: pa.Table) -> ContextTable:
+    """Encode every ``ctx.*`` column of ``episodes`` (strings categorical, numbers numeric)."""
+    categorical: dict[str, np.ndarray] = {}
+    numeric: dict[str, np.ndarray] = {}
+    for name in episodes.column_names:
+        if not name.startswith("ctx."):
+            continue
+        column = episodes[name]
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            numeric[name] = column.to_numpy(zero_copy_only=False).astype(float)
+        else:
+            values = column.cast(pa.string()).to_pylist()
+            categorical[name] = np.array(values, dtype=object)
+    return ContextTable(episodes.num_rows, categorical, numeric)

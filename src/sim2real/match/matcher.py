@@ -1,0 +1,153 @@
+"""Nearest simulation rollouts of a real failure: near in context, start and trajectory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.match.context import ContextTable
+from sim2real.match.grid import SignalGrid
+
+__all__ = ["Match", "RolloutBank", "RolloutMatcher", "window_times"]
+
+
+@dataclass(frozen=True)
+class RolloutBank:
+    """Simulation rollouts ready to be matched.
+
+    Attributes:
+        grid: the rollouts' channels on the shared time grid.
+        tasks: ``(n,)`` task of each rollout.
+        failed: ``(n,)`` whether the rollout failed.
+        failure_time: ``(n,)`` seconds; NaN where it did not fail or the time is unknown.
+        context: the rollouts' ``ctx.*`` columns.
+    """
+
+    grid: SignalGrid
+    tasks: np.ndarray
+    failed: np.ndarray
+    failure_time: np.ndarray
+    context: ContextTable
+
+    def end_times(self, rows: np.ndarray, query_end: float) -> np.ndarray:
+        """Where each rollout's comparison window ends for a failure at ``query_end``.
+
+        A failed rollout is compared at its own failure (a real failure that looks like
+        it then scores low); a successful one at the same time since start as the query.
+        """
+        dur = self.grid.durations[rows]
+        own = np.where(np.isfinite(self.failure_time[rows]), self.failure_time[rows], dur)
+        return np.where(self.failed[rows], own, np.minimum(query_end, dur))
+
+
+@dataclass(frozen=True)
+class Match:
+    """The ``k`` nearest rollouts of one query, nearest first.
+
+    Attributes:
+        rows: ``(k,)`` rows of the bank.
+        distances: ``(k,)`` combined distances.
+        windows: ``(k, n_points, n_channels)`` the rollouts' values over their windows.
+    """
+
+    rows: np.ndarray
+    distances: np.ndarray
+    windows: np.ndarray
+
+
+def window_times(end: np.ndarray, length: float, n_points: int) -> np.ndarray:
+    """``(n, n_points)`` sample times of windows of ``length`` seconds ending at ``end``."""
+    start = np.maximum(np.asarray(end, dtype=float) - length, 0.0)
+    frac = np.linspace(0.0, 1.0, n_points)
+    return start[..., None] + (np.asarray(end, dtype=float) - start)[..., None] * frac
+
+
+class RolloutMatcher:
+    """k-nearest simulation rollouts of the same task, by a combined distance.
+
+    The distance adds three mean squared differences, each in units of the sim's own spread:
+    the trajectory over the window before the failure (channels sim records), the initial
+    state (first grid sample), and the context (a categorical mismatch counts 1).
+
+    Args:
+        n_neighbors: rollouts returned per query.
+        n_points: samples per window.
+        context_weight: weight of the context term.
+        initial_weight: weight of the initial-state term.
+    """
+
+    def __init__(
+        self,
+        n_neighbors: int = 5,
+        n_points: int = 32,
+        context_weight: float = 1.0,
+        initial_weight: float = 0.5,
+    ) -> None:
+        self.n_neighbors = n_neighbors
+        self.n_points = n_points
+        self.context_weight = context_weight
+        self.initial_weight = initial_weight
+
+    def fit(self, bank: RolloutBank) -> RolloutMatcher:
+        """Learn each channel's spread and each context number's spread over the rollouts."""
+        values = bank.grid.values.reshape(-1, bank.grid.values.shape[-1])
+        scale = np.nanstd(values, axis=0)
+        self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        self.initial_ = bank.grid.values[:, 0, :]
+        self.numeric_scale_ = {
+            k: float(np.nanstd(v)) or 1.0 for k, v in bank.context.numeric.items()
+        }
+        self.bank_ = bank
+        return self
+
+    def query(
+        self,
+        window: np.ndarray,
+        initial: np.ndarray,
+        context: ContextTable,
+        context_row: int,
+        task: str,
+        end: float,
+        length: float,
+        exclude: int | None = None,
+    ) -> Match:
+        """The nearest rollouts of one failure.
+
+        Args:
+            window: ``(n_points, n_channels)`` the query over its window, bank channel order.
+            initial: ``(n_channels,)`` the query's first grid sample.
+            context: a context table holding the query at ``context_row``.
+            task: rollouts of other tasks are never matched.
+            end: failure time, seconds from the query's start.
+            length: window length in seconds.
+            exclude: a bank row to leave out (the query itself, when calibrating on sim).
+
+        Returns:
+            The :class:`Match`; empty when the task has no rollouts.
+        """
+        bank = self.bank_
+        rows = np.flatnonzero(bank.tasks == task)
+        if exclude is not None:
+            rows = rows[rows != exclude]
+        if rows.size == 0:
+            shape = (0, self.n_points, window.shape[-1])
+            return Match(rows, np.zeros(0), np.zeros(shape, dtype=np.float32))
+        times = window_times(bank.end_times(rows, end), length, self.n_points)
+        candidates = bank.grid.at(rows, times)
+        traj = _mean_sq((candidates - window[None]) / self.scale_)
+        init = _mean_sq(((self.initial_[rows] - initial[None]) / self.scale_)[:, None, :])
+        ctx = context.distance(context_row, bank.context.take(rows), self.numeric_scale_)
+        total = traj + self.initial_weight * init + self.context_weight * ctx
+        k = min(self.n_neighbors, rows.size)
+        nearest = np.argsort(total, kind="stable")[:k]
+        return Match(rows[nearest], total[nearest], candidates[nearest])
+
+
+def _mean_sq(diff: np.ndarray) -> np.ndarray:
+    """Mean of squares over all but the first axis, ignoring NaN (unrecorded) entries."""
+    sq = np.square(diff.reshape(diff.shape[0], -1))
+    valid = np.isfinite(sq)
+    count = valid.sum(axis=1)
+    total = np.where(valid, sq, 0.0).sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.inf)

@@ -1,0 +1,247 @@
+"""``analyze``: from a dataset folder to a failure-cluster report, one stage after another."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sim2real._progress import Stages
+from sim2real.cluster.density import FailureClusterer, signature_features
+from sim2real.dataset import Dataset, load_dataset
+from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
+from sim2real.drift.evidence import context_novelty, sys_findings
+from sim2real.drift.signature import DriftScorer, SegmentDiff
+from sim2real.errors import AnalysisError
+from sim2real.match.context import ContextTable, context_table
+from sim2real.match.grid import SignalGrid, build_grid, grid_step
+from sim2real.match.matcher import RolloutBank, RolloutMatcher
+
+__all__ = ["AnalysisConfig", "Diagnosis", "diagnose"]
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Knobs of the analysis; the defaults suit fleets from tens to thousands of failures.
+
+    Attributes:
+        n_neighbors: sim rollouts matched per failure.
+        n_points: samples per comparison window.
+        n_segments: parts of the window compared separately (for "what deviates first").
+        window_s: seconds before the failure that are compared.
+        null_samples: sim rollouts (and real successes) matched against their own kind to
+            calibrate the scores.
+        reference_successes: real successes per task kept to compare channels sim lacks.
+        min_cluster_size: smallest cluster; ``None`` scales with the number of failures.
+        seed: every random choice derives from it.
+    """
+
+    n_neighbors: int = 5
+    n_points: int = 32
+    n_segments: int = 4
+    window_s: float = 10.0
+    null_samples: int = 300
+    reference_successes: int = 300
+    min_cluster_size: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Everything the analysis learned: what reports and validation are built from.
+
+    Attributes:
+        dataset: the validated input.
+        events: the real failure episodes, in signature row order.
+        signatures: their drift signatures.
+        features: ``(n_events, n_features)`` the clustering space.
+        labels: ``(n_events,)`` cluster index per event, -1 for none.
+        clusterer: fitted, to assign further events.
+        matcher, scorer, real_grid: the fitted pieces, to score further failures alike.
+        warnings: what the analysis had to guess or skip.
+    """
+
+    dataset: Dataset
+    events: pa.Table
+    signatures: Signatures
+    features: np.ndarray
+    labels: np.ndarray
+    clusterer: FailureClusterer
+    matcher: RolloutMatcher
+    scorer: DriftScorer
+    real_grid: SignalGrid
+    config: AnalysisConfig
+    warnings: list[str] = field(default_factory=list)
+
+
+def diagnose(
+    dataset: str | Path | Dataset,
+    config: AnalysisConfig = AnalysisConfig(),
+    *,
+    stages: Stages | None = None,
+) -> Diagnosis:
+    """Load, match, score and cluster every real failure of a dataset.
+
+    Raises:
+        DatasetError: the dataset breaks the format.
+        AnalysisError: it has no sim rollouts or no real failures to analyse.
+    """
+    stages = stages or Stages(enabled=False)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    rng = np.random.default_rng(config.seed)
+    episodes = ds.episodes
+    source = episodes["source"]
+    sim = episodes.filter(pc.equal(source, "sim"))
+    real = episodes.filter(pc.equal(source, "real"))
+    failures = real.filter(pc.equal(real["outcome"], "failure"))
+    successes = real.filter(pc.equal(real["outcome"], "success"))
+    if sim.num_rows == 0:
+        raise AnalysisError(f"{ds.root}: no sim episodes; matching needs simulation rollouts")
+    if failures.num_rows == 0:
+        raise AnalysisError(f"{ds.root}: no real failures to analyse")
+    warnings = list(ds.warnings)
+    channels = list(ds.channels)
+
+    with stages.stage("resample sim rollouts", 1):
+        sim_ids = sim["episode_id"].to_pylist()
+        dt = grid_step(ds, sim_ids[:200] + failures["episode_id"].to_pylist()[:200])
+        durations = _durations(ds)
+        sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids))
+    in_sim = np.isfinite(sim_full.values).any(axis=(0, 1))
+    sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
+    ref_channels = [c for c, ok in zip(channels, in_sim, strict=True) if not ok]
+    if ref_channels:
+        warnings.append("channels absent from sim, compared against real successes instead: "
+                        + ", ".join(ref_channels))
+    sim_grid = _subset(sim_full, sim_channels)
+    bank = RolloutBank(sim_grid, _strings(sim, "task"), _strings(sim, "outcome") == "failure",
+                       _floats(sim, "failure_time"), context_table(sim))
+    matcher = RolloutMatcher(config.n_neighbors, config.n_points).fit(bank)
+
+    reference = None
+    if ref_channels:
+        kept = _sample_per_task(successes, config.reference_successes, rng)
+        ids = kept["episode_id"].to_pylist()
+        reference = Reference(build_grid(ds, ids, ref_channels, dt, _t_max(durations, ids)),
+                              _strings(kept, "task"))
+
+    families = tuple(ds.channels[c].family for c in sim_channels + ref_channels)
+    with stages.stage("calibrate on sim vs sim", 1):
+        scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng)
+
+    fail_ids = failures["episode_id"].to_pylist()
+    real_grid = build_grid(ds, fail_ids, sim_channels + ref_channels, dt,
+                           _t_max(durations, fail_ids))
+    ends = _floats(failures, "failure_time")
+    ends = np.where(np.isfinite(ends), ends, real_grid.durations)
+    queries = QuerySet(real_grid, np.arange(len(fail_ids)), _strings(failures, "task"), ends,
+                       config.window_s, context_table(failures))
+    with stages.stage("match failures to sim", len(fail_ids)):
+        n_sim = len(sim_channels)
+        diffs, nearest = compare(queries, list(range(n_sim)),
+                                 list(range(n_sim, n_sim + len(ref_channels))), matcher,
+                                 reference, config.n_segments)
+    novelty = context_novelty(queries.context, queries.tasks, bank.context, bank.tasks)
+    findings = sys_findings(real)
+    sys_rows = _sys_rows(failures)
+    sig = signatures(fail_ids, diffs, nearest, sim_channels + ref_channels, families, scorer,
+                     novelty, queries.tasks, sys_rows, findings)
+
+    with stages.stage("cluster signatures", 1):
+        features = signature_features(sig)
+        clusterer = FailureClusterer(config.min_cluster_size).fit(features)
+    return Diagnosis(ds, failures, sig, features, clusterer.labels_, clusterer, matcher,
+                     scorer, real_grid, config, warnings)
+
+
+def _calibrate(
+    bank: RolloutBank,
+    matcher: RolloutMatcher,
+    reference: Reference | None,
+    families: tuple[str, ...],
+    n_ref_channels: int,
+    config: AnalysisConfig,
+    rng: np.random.Generator,
+) -> DriftScorer:
+    """Fit the scorer on sim rollouts matched against the other rollouts (and successes
+    against the other successes), so that no gap reads as a drift score of about 1."""
+    n = bank.grid.values.shape[0]
+    rows = np.sort(rng.choice(n, size=min(config.null_samples, n), replace=False))
+    ends = _pseudo_failure_times(bank.failed[rows], bank.failure_time[rows],
+                                 bank.grid.durations[rows], rng)
+    queries = QuerySet(bank.grid, rows, bank.tasks[rows], ends, config.window_s,
+                       bank.context.take(rows), exclude_self=True)
+    sim_null, _ = compare(queries, list(range(len(bank.grid.channels))), [], matcher, None,
+                          config.n_segments)
+    null = sim_null
+    if reference is not None:
+        m = reference.grid.values.shape[0]
+        ref_rows = np.sort(rng.choice(m, size=min(config.null_samples, m), replace=False))
+        ref_ends = _pseudo_failure_times(np.zeros(len(ref_rows), bool), np.full(len(ref_rows),
+                                         np.nan), reference.grid.durations[ref_rows], rng)
+        ref_queries = QuerySet(reference.grid, ref_rows, reference.tasks[ref_rows], ref_ends,
+                               config.window_s, ContextTable(len(ref_rows), {}, {}),
+                               exclude_self=True)
+        ref_null, _ = compare(ref_queries, [], list(range(n_ref_channels)), matcher,
+                              reference, config.n_segments)
+        null = [SegmentDiff.join([d, ref_null[i % len(ref_null)]])
+                for i, d in enumerate(sim_null)]
+    return DriftScorer(families).fit(null)
+
+
+def _durations(ds: Dataset) -> dict[str, float]:
+    """Last sample time of every episode, from the ``t`` column alone."""
+    table = ds.read_signals(columns=[])
+    grouped = table.group_by("episode_id").aggregate([("t", "max")])
+    return dict(zip(grouped["episode_id"].to_pylist(), grouped["t_max"].to_pylist(),
+                    strict=True))
+
+
+def _t_max(durations: dict[str, float], ids: list[str]) -> float:
+    return max((durations.get(e, 0.0) for e in ids), default=0.0)
+
+
+def _subset(grid: SignalGrid, channels: list[str]) -> SignalGrid:
+    cols = [grid.channels.index(c) for c in channels]
+    return SignalGrid(grid.episode_ids, tuple(channels), grid.dt, grid.values[:, :, cols],
+                      grid.durations)
+
+
+def _strings(table: pa.Table, column: str) -> np.ndarray:
+    if column not in table.column_names:
+        return np.full(table.num_rows, None, dtype=object)
+    return np.array(table[column].to_pylist(), dtype=object)
+
+
+def _floats(table: pa.Table, column: str) -> np.ndarray:
+    if column not in table.column_names:
+        return np.full(table.num_rows, np.nan)
+    return table[column].to_numpy(zero_copy_only=False).astype(float)
+
+
+def _sample_per_task(table: pa.Table, n: int, rng: np.random.Generator) -> pa.Table:
+    """At most ``n`` rows per task, chosen at random, in their original order."""
+    tasks = _strings(table, "task")
+    keep: list[int] = []
+    for task in sorted(set(tasks)):
+        rows = np.flatnonzero(tasks == task)
+        keep.extend(rng.choice(rows, size=min(n, rows.size), replace=False).tolist())
+    return table.take(sorted(keep))
+
+
+def _pseudo_failure_times(
+    failed: np.ndarray, failure_time: np.ndarray, durations: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """A failed rollout ends at its failure; a success at a random point of its run."""
+    random_end = durations * rng.uniform(0.3, 1.0, size=durations.shape)
+    own = np.where(np.isfinite(failure_time), failure_time, durations)
+    return np.where(failed, own, random_end)
+
+
+def _sys_rows(table: pa.Table) -> list[dict[str, str | None]]:
+    columns = [c for c in table.column_names if c.startswith("sys.")]
+    values = {c: table[c].cast(pa.string()).to_pylist() for c in columns}
+    return [{c: values[c][i] for c in columns} for i in range(table.num_rows)]
