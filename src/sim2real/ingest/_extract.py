@@ -52,8 +52,11 @@ class _Topic:
     rows: list[list[float]] = field(default_factory=list)
 
 
-def _header_ns(message: Any, topic: str) -> int:
-    """Stamp of a ROS ``header.stamp`` or a Foxglove ``timestamp``, in ns."""
+def _header_ns(message: Any, log_time: int) -> int:
+    """Stamp of a ROS ``header.stamp`` or a Foxglove ``timestamp`` in ns, else the log time.
+
+    Messages without a stamp (``std_msgs/String`` markers) keep their log time.
+    """
     for path in (("header", "stamp"), ("timestamp",)):
         try:
             stamp = get_field(message, path)
@@ -63,8 +66,7 @@ def _header_ns(message: Any, topic: str) -> int:
         nsec = get_field(stamp, ("nanosec",)) if _has(stamp, "nanosec") else get_field(
             stamp, ("nsec",))
         return int(sec) * 1_000_000_000 + int(nsec)
-    msg = f"topic {topic!r}: time: header needs header.stamp or timestamp in each message"
-    raise IngestError(msg)
+    return log_time
 
 
 def _has(obj: Any, name: str) -> bool:
@@ -152,7 +154,7 @@ def extract(reader: RecordingReader, mapping: Mapping,
     header = mapping.time == "header"
     wanted = set(plan) | image_topics | value_topics
     for n, (topic, log_time, message) in enumerate(reader.messages(wanted), start=1):
-        stamp = _header_ns(message, topic) if header else log_time
+        stamp = _header_ns(message, log_time) if header else log_time
         if topic in plan:
             entry = plan[topic]
             entry.rows.append(_row(entry, message, where, topic, strict=not entry.rows))
