@@ -34,7 +34,7 @@ def test_truncated_mcap_names_the_file(tmp_path: Path, mapping_data: dict) -> No
 def test_not_an_mcap_file(tmp_path: Path, mapping_data: dict) -> None:
     bad = tmp_path / "notes.mcap"
     bad.write_text("hello")
-    with pytest.raises(IngestError, match="notes.mcap"):
+    with pytest.raises(IngestError, match=r"notes\.mcap"):
         ingest_recordings([bad], parse_mapping(mapping_data), tmp_path / "ds")
 
 

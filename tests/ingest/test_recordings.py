@@ -57,8 +57,9 @@ def test_channels_match_the_messages(tmp_path: Path, fmt: str, mapping_data: dic
     assert joints.num_rows == 50
     t = joints["t"].to_numpy()
     np.testing.assert_allclose(t, np.arange(50) / 100, atol=1e-9)
-    np.testing.assert_allclose(joints["j1_pos"].to_numpy(), [joint_position(k, 0) for k in range(50)])
-    np.testing.assert_allclose(joints["j3_pos"].to_numpy(), [joint_position(k, 2) for k in range(50)])
+    for name, j in (("j1_pos", 0), ("j3_pos", 2)):
+        expected = [joint_position(k, j) for k in range(50)]
+        np.testing.assert_allclose(joints[name].to_numpy(), expected)
     np.testing.assert_allclose(joints["j1_vel"].to_numpy(), 0.1 * np.arange(50))
     assert np.all(np.diff(signals["t"].to_numpy()) > 0)
 
@@ -95,7 +96,7 @@ def test_markers_split_one_file_into_episodes(tmp_path: Path, mapping_data: dict
     mapping_data["episodes"] = {"split": "markers",
                                 "start": {"topic": "/outcome", "field": "data", "equals": "start"}}
     mapping_data["outcome"] = {"topic": "/outcome", "field": "data", "pick": "last"}
-    kind, suffix, writer = FORMATS["mcap-ros2"]
+    _, suffix, writer = FORMATS["mcap-ros2"]
     path = writer(tmp_path / f"w04_run{suffix}", sorted(msgs, key=lambda m: m[1]))
     ingest_recordings([path], parse_mapping(mapping_data), tmp_path / "ds")
     episodes = pq.read_table(tmp_path / "ds" / "episodes.parquet").to_pylist()
