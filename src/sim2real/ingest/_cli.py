@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,11 @@ def lerobot(root: Path, **kw: Any) -> None:
     """
     from sim2real.ingest.lerobot import ingest_lerobot
 
-    ids = ingest_lerobot(root, kw["out"], defaults=_defaults(kw), append=kw["append"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ids = ingest_lerobot(root, kw["out"], defaults=_defaults(kw), append=kw["append"])
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
     _done(ids, kw["out"])
 
 

@@ -155,6 +155,8 @@ def _row(res: _Resolver, mapping: Mapping, episode_id: str) -> dict[str, Any]:
             row[prefix + name] = res.value(spec, prefix + name)
     if row.get("source") not in ("real", "sim"):
         raise IngestError(f"{where}: source {row.get('source')!r}; expected real or sim")
+    if row["source"] == "real":  # the spec: param.* is null on real rows
+        row.update({k: None for k in row if k.startswith("param.")})
     if row["source"] == "real" and row["outcome"] is None:
         msg = f"{where}: a real episode needs an outcome; none came from the mapping's outcome"
         raise IngestError(msg)
