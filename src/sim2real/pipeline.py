@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,14 +14,22 @@ from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, signature_features
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
-from sim2real.drift.evidence import context_novelty, sys_findings
+from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
 from sim2real.drift.signature import DriftScorer, SegmentDiff
-from sim2real.errors import AnalysisError
+from sim2real.errors import AnalysisError, UsageError
 from sim2real.match.context import ContextTable, context_table
 from sim2real.match.grid import SignalGrid, build_grid, grid_step
 from sim2real.match.matcher import RolloutBank, RolloutMatcher
 
-__all__ = ["AnalysisConfig", "Diagnosis", "diagnose"]
+__all__ = [
+    "AnalysisConfig",
+    "Diagnosis",
+    "Yardstick",
+    "diagnose",
+    "fit_yardstick",
+    "real_episodes",
+    "score_failures",
+]
 
 
 @dataclass(frozen=True)
@@ -50,40 +59,87 @@ class AnalysisConfig:
 
 
 @dataclass(frozen=True)
+class Yardstick:
+    """What every failure is measured against: sim rollouts, real successes, calibration.
+
+    Attributes:
+        dataset: the validated input.
+        matcher: fitted on the sim rollouts (its ``bank_`` holds them).
+        reference: real successes for the channels sim lacks, or ``None``.
+        scorer: calibrated on sim-vs-sim and success-vs-success comparisons.
+        channels: sim-recorded channels first, then the success-compared ones.
+        sim_channels: how many of ``channels`` sim records.
+        findings: ``sys.*`` values under which failures are over-represented.
+        dt: the time grid step, seconds.
+        durations: every episode's last sample time.
+        warnings: what had to be guessed or skipped.
+    """
+
+    dataset: Dataset
+    matcher: RolloutMatcher
+    reference: Reference | None
+    scorer: DriftScorer
+    channels: tuple[str, ...]
+    sim_channels: int
+    findings: list[SysFinding]
+    dt: float
+    durations: dict[str, float]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """Everything the analysis learned: what reports and validation are built from.
 
     Attributes:
-        dataset: the validated input.
+        yardstick: the fitted reference every failure was measured against.
         events: the real failure episodes, in signature row order.
         signatures: their drift signatures.
         features: ``(n_events, n_features)`` the clustering space.
         labels: ``(n_events,)`` cluster index per event, -1 for none.
         clusterer: fitted, to assign further events.
-        matcher, scorer, real_grid: the fitted pieces, to score further failures alike.
-        warnings: what the analysis had to guess or skip.
+        real_grid: the events on the shared time grid.
+        ends: ``(n_events,)`` failure time of each event (its end where none was given).
+        config: the settings used.
     """
 
-    dataset: Dataset
+    yardstick: Yardstick
     events: pa.Table
     signatures: Signatures
     features: np.ndarray
     labels: np.ndarray
     clusterer: FailureClusterer
-    matcher: RolloutMatcher
-    scorer: DriftScorer
     real_grid: SignalGrid
+    ends: np.ndarray
     config: AnalysisConfig
-    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.yardstick.dataset
+
+    @property
+    def matcher(self) -> RolloutMatcher:
+        return self.yardstick.matcher
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.yardstick.warnings)
 
 
 def diagnose(
     dataset: str | Path | Dataset,
     config: AnalysisConfig = AnalysisConfig(),
     *,
+    deployments: Sequence[str] | None = None,
     stages: Stages | None = None,
 ) -> Diagnosis:
     """Load, match, score and cluster every real failure of a dataset.
+
+    Args:
+        dataset: a dataset folder or an already loaded :class:`Dataset`.
+        config: analysis settings.
+        deployments: analyse only the real episodes of these deployments.
+        stages: progress display.
 
     Raises:
         DatasetError: the dataset breaks the format.
@@ -91,20 +147,59 @@ def diagnose(
     """
     stages = stages or Stages(enabled=False)
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    rng = np.random.default_rng(config.seed)
-    episodes = ds.episodes
-    source = episodes["source"]
-    sim = episodes.filter(pc.equal(source, "sim"))
-    real = episodes.filter(pc.equal(source, "real"))
+    real = real_episodes(ds, deployments)
+    yardstick = fit_yardstick(ds, real, config, stages)
     failures = real.filter(pc.equal(real["outcome"], "failure"))
-    successes = real.filter(pc.equal(real["outcome"], "success"))
-    if sim.num_rows == 0:
-        raise AnalysisError(f"{ds.root}: no sim episodes; matching needs simulation rollouts")
     if failures.num_rows == 0:
         raise AnalysisError(f"{ds.root}: no real failures to analyse")
+    sig, grid, ends = score_failures(yardstick, failures, config, stages)
+    with stages.stage("cluster signatures", 1):
+        features = signature_features(sig)
+        clusterer = FailureClusterer(config.min_cluster_size).fit(features)
+    return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,
+                     ends, config)
+
+
+def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.Table:
+    """The real episodes, optionally of some deployments only.
+
+    Raises:
+        UsageError: a named deployment is not in the dataset.
+    """
+    episodes = ds.episodes
+    real = episodes.filter(pc.equal(episodes["source"], "real"))
+    if deployments is None:
+        return real
+    unknown = sorted(set(deployments) - set(ds.deployments))
+    if unknown:
+        msg = (f"deployment(s) {', '.join(unknown)} not in {ds.root}; "
+               f"known: {', '.join(ds.deployments)}")
+        raise UsageError(msg)
+    return real.filter(pc.is_in(real["deployment"], value_set=pa.array(list(deployments))))
+
+
+def fit_yardstick(
+    ds: Dataset, real: pa.Table, config: AnalysisConfig, stages: Stages
+) -> Yardstick:
+    """Resample the sim rollouts, fit the matcher and calibrate the scores.
+
+    Args:
+        ds: the dataset.
+        real: the real episodes whose successes serve as reference.
+        config: analysis settings.
+        stages: progress display.
+
+    Raises:
+        AnalysisError: the dataset has no sim rollouts.
+    """
+    rng = np.random.default_rng(config.seed)
+    sim = ds.episodes.filter(pc.equal(ds.episodes["source"], "sim"))
+    if sim.num_rows == 0:
+        raise AnalysisError(f"{ds.root}: no sim episodes; matching needs simulation rollouts")
+    successes = real.filter(pc.equal(real["outcome"], "success"))
+    failures = real.filter(pc.equal(real["outcome"], "failure"))
     warnings = list(ds.warnings)
     channels = list(ds.channels)
-
     with stages.stage("resample sim rollouts", 1):
         sim_ids = sim["episode_id"].to_pylist()
         dt = grid_step(ds, sim_ids[:200] + failures["episode_id"].to_pylist()[:200])
@@ -116,45 +211,51 @@ def diagnose(
     if ref_channels:
         warnings.append("channels absent from sim, compared against real successes instead: "
                         + ", ".join(ref_channels))
-    sim_grid = _subset(sim_full, sim_channels)
-    bank = RolloutBank(sim_grid, _strings(sim, "task"), _strings(sim, "outcome") == "failure",
-                       _floats(sim, "failure_time"), context_table(sim))
+    bank = RolloutBank(_subset(sim_full, sim_channels), _strings(sim, "task"),
+                       _strings(sim, "outcome") == "failure", _floats(sim, "failure_time"),
+                       context_table(sim))
     matcher = RolloutMatcher(config.n_neighbors, config.n_points).fit(bank)
-
     reference = None
     if ref_channels:
         kept = _sample_per_task(successes, config.reference_successes, rng)
         ids = kept["episode_id"].to_pylist()
         reference = Reference(build_grid(ds, ids, ref_channels, dt, _t_max(durations, ids)),
                               _strings(kept, "task"))
-
-    families = tuple(ds.channels[c].family for c in sim_channels + ref_channels)
+    ordered = sim_channels + ref_channels
+    families = tuple(ds.channels[c].family for c in ordered)
     with stages.stage("calibrate on sim vs sim", 1):
         scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng)
+    return Yardstick(ds, matcher, reference, scorer, tuple(ordered), len(sim_channels),
+                     sys_findings(real), dt, durations, tuple(warnings))
 
-    fail_ids = failures["episode_id"].to_pylist()
-    real_grid = build_grid(ds, fail_ids, sim_channels + ref_channels, dt,
-                           _t_max(durations, fail_ids))
+
+def score_failures(
+    yardstick: Yardstick, failures: pa.Table, config: AnalysisConfig, stages: Stages
+) -> tuple[Signatures, SignalGrid, np.ndarray]:
+    """Match real failures to sim and compute their drift signatures.
+
+    Returns:
+        The signatures, the failures on the time grid, and their failure times.
+    """
+    ds = yardstick.dataset
+    ids = failures["episode_id"].to_pylist()
+    channels = list(yardstick.channels)
+    grid = build_grid(ds, ids, channels, yardstick.dt, _t_max(yardstick.durations, ids))
     ends = _floats(failures, "failure_time")
-    ends = np.where(np.isfinite(ends), ends, real_grid.durations)
-    queries = QuerySet(real_grid, np.arange(len(fail_ids)), _strings(failures, "task"), ends,
+    ends = np.where(np.isfinite(ends), ends, grid.durations)
+    queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
                        config.window_s, context_table(failures))
-    with stages.stage("match failures to sim", len(fail_ids)):
-        n_sim = len(sim_channels)
+    n_sim = yardstick.sim_channels
+    with stages.stage("match failures to sim", len(ids)):
         diffs, nearest = compare(queries, list(range(n_sim)),
-                                 list(range(n_sim, n_sim + len(ref_channels))), matcher,
-                                 reference, config.n_segments)
+                                 list(range(n_sim, len(channels))), yardstick.matcher,
+                                 yardstick.reference, config.n_segments)
+    bank = yardstick.matcher.bank_
     novelty = context_novelty(queries.context, queries.tasks, bank.context, bank.tasks)
-    findings = sys_findings(real)
-    sys_rows = _sys_rows(failures)
-    sig = signatures(fail_ids, diffs, nearest, sim_channels + ref_channels, families, scorer,
-                     novelty, queries.tasks, sys_rows, findings)
-
-    with stages.stage("cluster signatures", 1):
-        features = signature_features(sig)
-        clusterer = FailureClusterer(config.min_cluster_size).fit(features)
-    return Diagnosis(ds, failures, sig, features, clusterer.labels_, clusterer, matcher,
-                     scorer, real_grid, config, warnings)
+    families = [ds.channels[c].family for c in channels]
+    sig = signatures(ids, diffs, nearest, channels, families, yardstick.scorer, novelty,
+                     queries.tasks, _sys_rows(failures), yardstick.findings)
+    return sig, grid, ends
 
 
 def _calibrate(

@@ -59,6 +59,7 @@ class DatasetSummary(_Frozen):
     failures: int
     deployments: list[str] = Field(description="in time order")
     tasks: list[str]
+    path: str | None = Field(None, description="extension: the dataset folder analysed")
 
 
 class FamilyScores(_Frozen):
@@ -83,6 +84,19 @@ class EventReport(_Frozen):
     family_scores: FamilyScores
     top_channels: list[TopChannel]
     nearest_sim: list[str]
+    robot_id: str | None = Field(None, description="extension")
+    site: str | None = Field(None, description="extension")
+    task: str | None = Field(None, description="extension")
+    failure_time: float | None = Field(None, description="extension: seconds from start")
+    failure_label: str | None = Field(None, description="extension: the symptom reported")
+    context: dict[str, object] = Field(default_factory=dict,
+                                       description="extension: ctx.* values, prefix dropped")
+    novel_context: list[str] = Field(default_factory=list,
+                                     description="extension: ctx values sim never covered")
+    suspicious_sys: list[str] = Field(
+        default_factory=list,
+        description="extension: sys.* values under which failures are over-represented",
+    )
 
 
 class DeploymentRate(_Frozen):
@@ -96,6 +110,9 @@ class ClusterTrend(_Frozen):
     per_deployment: list[DeploymentRate]
     growth: float = Field(description="change of log-rate per deployment")
     p_value: float
+    growth_ci: list[float | None] = Field(
+        default_factory=list, description="extension: 95% interval of growth"
+    )
 
 
 class SimParam(_Frozen):
@@ -106,6 +123,10 @@ class SimParam(_Frozen):
     estimate: float
     shift: float = Field(description="(estimate - nominal) / (sim_high - sim_low)")
     outside_range: bool
+    uncertainty: float | None = Field(None, description="extension: standard error")
+    explained: float | None = Field(
+        None, description="extension: 0-1, how much this parameter explains the cluster"
+    )
 
 
 class Action(_Frozen):
@@ -113,6 +134,7 @@ class Action(_Frozen):
     target: str
     detail: str
     expected_reduction: float = Field(ge=0, le=1)
+    evidence: str | None = Field(None, description="extension: why expected_reduction")
 
 
 class ClusterReport(_Frozen):
@@ -126,6 +148,10 @@ class ClusterReport(_Frozen):
     top_channels: list[TopChannel]
     sim_params: list[SimParam] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
+    lifecycle: Lifecycle | None = Field(None, description="extension")
+    family_scores: dict[str, float] = Field(
+        default_factory=dict, description="extension: median family scores of the events"
+    )
 
 
 class ReportModel(_Frozen):

@@ -1,0 +1,271 @@
+"""Assemble the :class:`Report` snapshot from a :class:`Diagnosis`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sklearn.decomposition import PCA
+
+from sim2real._version import __version__
+from sim2real.attribute import ParamEstimate, infer_params, propose_actions
+from sim2real.cluster.identity import assign_ids
+from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
+from sim2real.cluster.trend import Trend, fit_trend
+from sim2real.drift.signature import SCORE_FAMILIES
+from sim2real.match.matcher import window_times
+from sim2real.pipeline import Diagnosis
+from sim2real.report.model import (
+    Action,
+    ClusterReport,
+    ClusterTrend,
+    DatasetSummary,
+    DeploymentRate,
+    EventReport,
+    FamilyScores,
+    ReportModel,
+    SimParam,
+    TopChannel,
+)
+from sim2real.report.snapshot import Report
+
+__all__ = ["ClusterFinding", "build_report", "exposure", "find_clusters"]
+
+_TRACE_EVENTS = 3
+_TRACE_CHANNELS = 6
+_TRACE_POINTS = 200
+
+
+@dataclass(frozen=True)
+class ClusterFinding:
+    """One cluster before it is written: its events, label, trend and attribution."""
+
+    index: int
+    rows: np.ndarray
+    label: ClusterLabel
+    trend: Trend
+    params: list[ParamEstimate]
+    actions: list[Action]
+
+    @property
+    def urgency(self) -> tuple[bool, float]:
+        """Sort key: explained clusters first, then by the rate projected for next time."""
+        return (self.label.taxonomy == "unexplained", -self.trend.projected_rate)
+
+
+def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
+    """Deployments in time order and the real episodes each ran."""
+    episodes = diagnosis.dataset.episodes
+    real = episodes.filter(pc.equal(episodes["source"], "real"))
+    order = diagnosis.dataset.deployments
+    counts = dict(zip(*np.unique(np.array(real["deployment"].to_pylist(), dtype=object),
+                                 return_counts=True), strict=True))
+    return order, np.array([counts.get(d, 0) for d in order], dtype=float)
+
+
+def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
+    """Label, trend and attribute every cluster, most urgent first."""
+    deployments, episodes = exposure(diagnosis)
+    event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
+    robots = _column(diagnosis.events, "robot_id")
+    sites = _column(diagnosis.events, "site")
+    found = []
+    for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
+        rows = np.flatnonzero(diagnosis.labels == index)
+        label = label_cluster(diagnosis.signatures, rows, robots, sites)
+        failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
+        trend = fit_trend(deployments, episodes, failures)
+        params = infer_params(diagnosis, rows)
+        actions = propose_actions(diagnosis, rows, label, params)
+        found.append(ClusterFinding(index, rows, label, trend, params, actions))
+    return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
+
+
+def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None) -> Report:
+    """The report of a diagnosis; ``previous`` keeps the IDs of clusters found again."""
+    findings = find_clusters(diagnosis)
+    sig = diagnosis.signatures
+    identities = assign_ids(diagnosis, findings, previous)
+    cluster_of = np.full(len(sig.episode_ids), None, dtype=object)
+    for finding, identity in zip(findings, identities, strict=True):
+        cluster_of[finding.rows] = identity.cluster_id
+    clusters = [_cluster(diagnosis, f, identity.cluster_id, identity.lifecycle)
+                for f, identity in zip(findings, identities, strict=True)]
+    growing = [(f.trend.growth_low, identity.cluster_id)
+               for f, identity in zip(findings, identities, strict=True)
+               if f.trend.growth_low > 0]
+    model = ReportModel(
+        tool_version=__version__,
+        dataset=_summary(diagnosis),
+        events=_events(diagnosis, cluster_of),
+        clusters=clusters,
+        fastest_growing=max(growing)[1] if growing else None,
+        warnings=diagnosis.warnings,
+    )
+    return Report(model, _signature_table(diagnosis, cluster_of),
+                  _traces(diagnosis, findings))
+
+
+def _summary(diagnosis: Diagnosis) -> DatasetSummary:
+    episodes = diagnosis.dataset.episodes
+    source = episodes["source"]
+    return DatasetSummary(
+        episodes_real=pc.sum(pc.equal(source, "real")).as_py() or 0,
+        episodes_sim=pc.sum(pc.equal(source, "sim")).as_py() or 0,
+        failures=len(diagnosis.signatures.episode_ids),
+        deployments=list(diagnosis.dataset.deployments),
+        tasks=sorted(set(episodes["task"].to_pylist())),
+        path=str(diagnosis.dataset.root.resolve()),
+    )
+
+
+def _events(diagnosis: Diagnosis, cluster_of: np.ndarray) -> list[EventReport]:
+    sig = diagnosis.signatures
+    table = diagnosis.events
+    ctx_columns = [c for c in table.column_names if c.startswith("ctx.")]
+    columns = {c: table[c].to_pylist() for c in
+               ["deployment", "robot_id", "site", "failure_time", "failure_label", "task",
+                *ctx_columns] if c in table.column_names}
+    events = []
+    for i, episode_id in enumerate(sig.episode_ids):
+        order = np.argsort(-np.abs(sig.effects[i]), kind="stable")[:5]
+        events.append(EventReport(
+            episode_id=episode_id,
+            deployment=columns["deployment"][i],
+            cluster_id=cluster_of[i],
+            drift_score=round(float(sig.drift_score[i]), 4),
+            family_scores=FamilyScores(**{f: round(float(v), 4) for f, v in
+                                          zip(SCORE_FAMILIES, sig.family_scores[i],
+                                              strict=True)}),
+            top_channels=[TopChannel(channel=sig.channels[j], family=sig.channel_families[j],
+                                     effect=round(float(sig.effects[i, j]), 4)) for j in order],
+            nearest_sim=sig.nearest[i],
+            robot_id=columns.get("robot_id", [None] * len(sig.episode_ids))[i],
+            site=columns.get("site", [None] * len(sig.episode_ids))[i],
+            task=columns["task"][i],
+            failure_time=round(float(diagnosis.ends[i]), 4),
+            failure_label=columns.get("failure_label", [None] * len(sig.episode_ids))[i],
+            context={c.removeprefix("ctx."): columns[c][i] for c in ctx_columns},
+            novel_context=sig.novelty.values[i],
+            suspicious_sys=sig.sys_values[i],
+        ))
+    return events
+
+
+def _cluster(diagnosis: Diagnosis, f: ClusterFinding, cluster_id: str,
+             lifecycle: str) -> ClusterReport:
+    sig = diagnosis.signatures
+    trend = f.trend
+    return ClusterReport(
+        cluster_id=cluster_id,
+        taxonomy=f.label.taxonomy,  # type: ignore[arg-type]
+        confidence=f.label.confidence,
+        explanation=f.label.explanation,
+        size=int(f.rows.size),
+        events=[sig.episode_ids[i] for i in f.rows],
+        trend=ClusterTrend(
+            per_deployment=[DeploymentRate(deployment=d, episodes=int(e), failures=int(n),
+                                           rate=round(float(n / e) if e else 0.0, 6))
+                            for d, e, n in zip(trend.deployments, trend.episodes,
+                                               trend.failures, strict=True)],
+            growth=round(trend.growth, 6),
+            p_value=round(trend.p_value, 6),
+            growth_ci=[_finite(trend.growth_low), _finite(trend.growth_high)],
+        ),
+        top_channels=[TopChannel(channel=c, family=fam, effect=round(e, 4))
+                      for c, fam, e in f.label.top_channels],
+        sim_params=[SimParam.model_validate(p.as_dict()) for p in f.params],
+        actions=f.actions,
+        lifecycle=lifecycle,  # type: ignore[arg-type]
+        family_scores={k: round(v, 4) for k, v in f.label.family_medians.items()},
+    )
+
+
+def _finite(x: float) -> float | None:
+    return round(float(x), 6) if np.isfinite(x) else None
+
+
+def _signature_table(diagnosis: Diagnosis, cluster_of: np.ndarray) -> pa.Table:
+    sig = diagnosis.signatures
+    features = diagnosis.features
+    if features.shape[0] >= 2 and features.shape[1] >= 2 and np.ptp(features, axis=0).any():
+        embed = PCA(n_components=2, random_state=0).fit_transform(features)
+    else:
+        embed = np.zeros((features.shape[0], 2))
+    columns: dict[str, object] = {
+        "episode_id": list(sig.episode_ids),
+        "cluster_id": pa.array(cluster_of.tolist(), pa.string()),
+        "embed_x": embed[:, 0],
+        "embed_y": embed[:, 1],
+        "drift_score": sig.drift_score,
+    }
+    for j, channel in enumerate(sig.channels):
+        columns[f"z.{channel}"] = sig.effects[:, j]
+    for k, family in enumerate(SCORE_FAMILIES):
+        columns[f"family.{family}"] = sig.family_scores[:, k]
+    return pa.table(columns)
+
+
+def _traces(diagnosis: Diagnosis, findings: list[ClusterFinding]) -> pa.Table:
+    """The real windows of a few events per cluster beside their nearest sim rollouts."""
+    sig = diagnosis.signatures
+    bank = diagnosis.matcher.bank_
+    real = diagnosis.real_grid
+    length = diagnosis.config.window_s
+    records: dict[str, list[object]] = {k: [] for k in
+                                        ("event_id", "episode_id", "role", "channel", "t",
+                                         "value")}
+    for f in findings:
+        centre = np.median(diagnosis.features[f.rows], axis=0)
+        dist = np.linalg.norm(diagnosis.features[f.rows] - centre, axis=1)
+        shown = f.rows[np.argsort(dist, kind="stable")[:_TRACE_EVENTS]]
+        channels = [c for c, _, _ in f.label.top_channels][:_TRACE_CHANNELS]
+        for i in shown:
+            end = float(diagnosis.ends[i])
+            span = min(length, end) if end > 0 else length
+            n = int(min(_TRACE_POINTS, max(2, span / real.dt + 1)))
+            times = window_times(np.array([end]), span, n)
+            rel = times[0] - end
+            real_vals = real.at(np.array([i]), times)[0]
+            _append(records, sig.episode_ids[i], sig.episode_ids[i], "real", channels,
+                    real.channels, rel, real_vals)
+            rows = bank.grid.rows(sig.nearest[i])
+            if rows.size:
+                sim_times = window_times(bank.end_times(rows, end), span, n)
+                sim_vals = bank.grid.at(rows, sim_times)
+                for r, sim_id in enumerate(sig.nearest[i]):
+                    _append(records, sig.episode_ids[i], sim_id, "sim", channels,
+                            bank.grid.channels, rel, sim_vals[r])
+    return pa.table({
+        "event_id": pa.array(records["event_id"], pa.string()),
+        "episode_id": pa.array(records["episode_id"], pa.string()),
+        "role": pa.array(records["role"], pa.string()),
+        "channel": pa.array(records["channel"], pa.string()),
+        "t": pa.array(records["t"], pa.float64()),
+        "value": pa.array(records["value"], pa.float64()),
+    })
+
+
+def _append(records: dict[str, list[object]], event_id: str, episode_id: str, role: str,
+            channels: list[str], available: tuple[str, ...], rel: np.ndarray,
+            values: np.ndarray) -> None:
+    for channel in channels:
+        if channel not in available:
+            continue
+        column = values[:, available.index(channel)]
+        keep = np.isfinite(column)
+        k = int(keep.sum())
+        records["event_id"] += [event_id] * k
+        records["episode_id"] += [episode_id] * k
+        records["role"] += [role] * k
+        records["channel"] += [channel] * k
+        records["t"] += np.round(rel[keep], 4).tolist()
+        records["value"] += column[keep].astype(float).tolist()
+
+
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    if name not in table.column_names:
+        return np.full(table.num_rows, None, dtype=object)
+    return np.array(table[name].to_pylist(), dtype=object)
