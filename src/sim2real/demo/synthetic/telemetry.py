@@ -27,27 +27,26 @@ _ENVELOPES: dict[str, str] = {
     "joint_pos": "hold", "joint_torque": "hold", "grip_force": "hold", "grip_width": "hold",
     "slip": "transport", "joint_vel": "move", "cmd_vel": "move",
 }
-# Failure signatures: kind -> (size, shape). "step" adds after the failure, "pulse" adds a
-# decaying transient, "kill" takes the value to zero (the object is gone from the gripper).
+# Failure signatures: kind -> (size, shape), "step" added from the failure on, "pulse" a
+# decaying transient. Modes in _LOSES_OBJECT also empty the gripper: what the carried object
+# causes (its weight on the joints, grip force, slip) fades out and the fingers close fully.
 _SIGNATURES: dict[str, dict[str, tuple[float, str]]] = {
-    "grasp_miss": {"grip_force": (1.0, "kill"), "grip_width": (1.0, "kill"),
-                   "joint_torque": (-0.8, "step"), "slip": (-1.5, "step"),
-                   "track_err": (0.4, "pulse")},
+    "grasp_miss": {"track_err": (0.4, "pulse")},
     "bump_drop": {"track_err": (2.0, "pulse"), "joint_torque": (1.2, "pulse"),
-                  "grip_force": (1.0, "kill"), "grip_width": (1.0, "kill"),
                   "slip": (2.5, "pulse")},
-    "slip_drop": {"slip": (2.0, "pulse"), "grip_force": (1.0, "kill"),
-                  "grip_width": (1.0, "kill"), "joint_torque": (-0.8, "step")},
+    "slip_drop": {"slip": (2.0, "pulse")},
     "collision": {"track_err": (2.5, "step"), "joint_torque": (1.5, "pulse"),
                   "det_conf": (-0.5, "pulse")},
     "knock_over": {"pose_err": (1.5, "step"), "det_conf": (-1.0, "step"),
-                   "grip_force": (1.0, "kill"), "grip_width": (1.0, "kill"),
                    "track_err": (0.8, "pulse")},
 }
+_LOSES_OBJECT = ("grasp_miss", "bump_drop", "slip_drop", "knock_over")
+_CARRIED = ("joint_pos", "joint_torque", "grip_force", "slip")
 # Two joints of the same kind move differently: amplitude of the reach and of the carry.
 _REACH = (1.0, -0.7, 0.5, 0.8)
 _CARRY = (0.6, 0.9, -0.4, 0.3)
 _SYSTEM_KINDS = ("latency", "dropped")
+_NON_NEGATIVE = ("grip_force", "grip_width", "brightness", "contrast", "latency")
 
 
 def g(z: np.ndarray) -> np.ndarray:
@@ -165,11 +164,10 @@ def _failure_terms(ep: Episodes, c: _Clock) -> tuple[dict[str, np.ndarray], np.n
     """Additive failure effects per kind, and the per-sample "object still in hand" factor."""
     add: dict[str, np.ndarray] = {}
     keep = np.ones(len(c.t))
-    fail_u = ep.fail_u[c.ep]
-    failing = np.isfinite(fail_u)
-    t_fail = np.where(failing, phase_to_time(np.nan_to_num(fail_u), ep.phase_warp[c.ep])
-                      * c.duration, np.inf)
-    since = c.t_true - t_fail
+    failing = np.isfinite(ep.fail_u)
+    t_fail = np.where(failing, phase_to_time(np.nan_to_num(ep.fail_u), ep.phase_warp)
+                      * ep.duration, np.inf)
+    since = c.t_true - t_fail[c.ep]
     step = np.clip(since / 0.15, 0, 1)
     pulse = np.where(since >= 0, np.exp(-np.clip(since, 0, None) / 0.4), 0.0)
     mode = ep.mode[c.ep]
@@ -178,11 +176,10 @@ def _failure_terms(ep: Episodes, c: _Clock) -> tuple[dict[str, np.ndarray], np.n
         if not on.any():
             continue
         for kind, (size, shape) in _SIGNATURES[name].items():
-            if shape == "kill":
-                keep = np.where(on, 1 - step, keep)
-                continue
             term = size * (step if shape == "step" else pulse) * on
             add[kind] = add.get(kind, 0.0) + term
+        if name in _LOSES_OBJECT:
+            keep = np.where(on, 1 - step, keep)
     return add, keep
 
 
@@ -213,9 +210,9 @@ def _channel(ch: ChannelSpec, base: np.ndarray, noise: np.ndarray, keep: np.ndar
         value = 1 / (1 + np.exp(-value))
     elif link == "log":
         value = np.exp(value)
-    if ch.kind in ("grip_force", "grip_width"):
-        value = np.clip(value * keep, 0, None)
-    elif ch.kind == "latency":
+    if ch.kind == "grip_width":
+        value = value * keep  # an empty gripper closes fully
+    if link == "identity" and ch.kind in _NON_NEGATIVE:
         value = np.clip(value, 0, None)
     return (ch.scale * value).astype(np.float32)
 
@@ -234,14 +231,18 @@ def block_signals(spec: WorldSpec, ep: Episodes, ids: np.ndarray,
     offsets = _offsets(spec, ep)
     fail_add, keep = _failure_terms(ep, c)
     spike_ms, spike_drop = _spikes(spec, ep, c)
+    # What the object causes fades once it is lost.
+    carried = {**motion, "hold": motion["hold"] * keep, "transport": motion["transport"] * keep}
     columns: dict[str, pa.Array] = {
-        "episode_id": pa.array(np.repeat(ids, counts)), "t": pa.array(c.t)}
+        # An Arrow take of the block's few IDs: far cheaper than converting repeated strings.
+        "episode_id": pa.array(ids, pa.string()).take(pa.array(c.ep)), "t": pa.array(c.t)}
     for ch in spec.channels:
         if ch.kind in _SYSTEM_KINDS and not ep.is_real:
             columns[ch.name] = pa.nulls(len(c.t), pa.float32())
             continue
-        base = _template(ch.kind, ch.variant, motion, c)
-        envelope = motion[_ENVELOPES[ch.kind]] if ch.kind in _ENVELOPES else 1.0
+        m = carried if ch.kind in _CARRIED else motion
+        base = _template(ch.kind, ch.variant, m, c)
+        envelope = m[_ENVELOPES[ch.kind]] if ch.kind in _ENVELOPES else 1.0
         # Episodes differ a little beyond their parameters (wear, calibration, placement).
         per_episode = offsets.get(ch.kind, 0.0) + rng.normal(0, 0.3 * ch.noise, len(ep))
         base = base + envelope * per_episode[c.ep]
@@ -251,7 +252,7 @@ def block_signals(spec: WorldSpec, ep: Episodes, ids: np.ndarray,
         elif ch.kind == "dropped":
             base = base + spike_drop
         elif ch.kind == "track_err":
-            base = base + 0.04 * spike_ms  # late commands -> the arm lags its reference
-        noise = rng.normal(0, ch.noise, len(c.t))
+            base = base + 0.01 * spike_ms  # late commands -> the arm lags its reference
+        noise = ch.noise * rng.standard_normal(len(c.t), dtype=np.float32)
         columns[ch.name] = pa.array(_channel(ch, base, noise, keep, rng))
     return pa.table(columns)
