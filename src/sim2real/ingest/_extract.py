@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,8 @@ class _Topic:
     paths: list[tuple[Step, ...]]
     sources: list[str]
     times: list[int] = field(default_factory=list)
-    rows: list[list[float]] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    fast: Callable[[Any], list[Any]] | None = None
 
 
 def _header_ns(message: Any, log_time: int) -> int:
@@ -135,6 +137,65 @@ def _row(entry: _Topic, message: Any, where: str, topic: str, strict: bool) -> l
     return row
 
 
+def _getter(steps: tuple[Step, ...], sample: Any) -> Callable[[Any], Any]:
+    """A fast accessor for ``steps``: one ``attrgetter`` when the message is an object."""
+    if not isinstance(sample, dict) and all(isinstance(st, str) for st in steps):
+        return operator.attrgetter(".".join(str(st) for st in steps))
+    getters = [operator.itemgetter(st) if isinstance(st, int) or isinstance(sample, dict)
+               else operator.attrgetter(st) for st in steps]
+
+    def chain(obj: Any) -> Any:
+        for get in getters:
+            obj = get(obj)
+        return obj
+
+    return chain
+
+
+def _compile(entry: _Topic, sample: Any) -> Callable[[Any], list[Any]]:
+    """One row per message with each array field fetched once (``position[0..6]``)."""
+    groups: dict[tuple[Step, ...], list[tuple[int, int | None]]] = {}
+    for j, steps in enumerate(entry.paths):
+        last = steps[-1]
+        base, index = (steps[:-1], last) if isinstance(last, int) and len(steps) > 1 else (
+            steps, None)
+        groups.setdefault(base, []).append((j, index))
+    plan = [(_getter(base, sample), items) for base, items in groups.items()]
+    width = len(entry.paths)
+
+    def row(message: Any) -> list[Any]:
+        out: list[Any] = [math.nan] * width
+        for get, items in plan:
+            value = get(message)
+            for j, index in items:
+                out[j] = value if index is None else value[index]
+        return out
+
+    return row
+
+
+def _next_row(entry: _Topic, message: Any, where: str, topic: str) -> list[Any]:
+    if entry.fast is None:  # first message: check every path strictly, then go fast
+        row = _row(entry, message, where, topic, strict=True)
+        entry.fast = _compile(entry, message)
+        return row
+    try:
+        return entry.fast(message)
+    except (AttributeError, IndexError, KeyError, TypeError):  # e.g. a shorter array
+        return _row(entry, message, where, topic, strict=False)
+
+
+def _matrix(entry: _Topic, where: str, topic: str) -> np.ndarray:
+    try:
+        return np.asarray(entry.rows, dtype=np.float64).reshape(len(entry.rows),
+                                                                len(entry.columns))
+    except (TypeError, ValueError) as err:  # a later message put a non-number somewhere
+        for row in entry.rows:
+            for source, value in zip(entry.sources, row, strict=True):
+                _number(value, where, topic, source)  # raises, naming the field
+        raise IngestError(f"{where}: topic {topic!r}: a mapped field is not a number") from err
+
+
 def extract(reader: RecordingReader, mapping: Mapping,
             progress: Progress | None = None) -> Extracted:
     """Read every message the mapping uses, once, in time order.
@@ -157,7 +218,7 @@ def extract(reader: RecordingReader, mapping: Mapping,
         stamp = _header_ns(message, log_time) if header else log_time
         if topic in plan:
             entry = plan[topic]
-            entry.rows.append(_row(entry, message, where, topic, strict=not entry.rows))
+            entry.rows.append(_next_row(entry, message, where, topic))
             entry.times.append(stamp)
         if topic in images:
             try:
@@ -177,8 +238,7 @@ def extract(reader: RecordingReader, mapping: Mapping,
         progress(out.messages % 2000)
     for topic, entry in plan.items():
         out.series[topic] = Series(entry.columns, np.asarray(entry.times, dtype=np.int64),
-                                   np.asarray(entry.rows, dtype=np.float64).reshape(
-                                       len(entry.rows), len(entry.columns)))
+                                   _matrix(entry, where, topic))
     for spec in mapping.images:
         frame_times, frame_values, frame_hists = images[spec.topic]
         out.series[spec.topic] = Series(

@@ -2,8 +2,8 @@
 
 Each frame gives ``brightness`` (mean luma, 0-1), ``contrast`` (RMS contrast: standard
 deviation of luma, 0-1), ``sharpness`` (variance of the 4-neighbour Laplacian of luma in
-0-255 units, the usual blur measure: lower is blurrier), ``saturation`` (share of pixels
-clipped at the top of the range: any channel >= 250/255) and, per episode, ``hist_dist``
+0-255 units, the usual blur measure: lower is blurrier), ``saturation`` (share of blown-out
+pixels: luma >= 250 of 255) and, per episode, ``hist_dist``
 (Hellinger distance, 0-1, between the frame's 8-bin-per-channel colour histogram and that of
 the episode's first frame).
 """
@@ -24,7 +24,7 @@ __all__ = ["HIST_BINS", "STATS", "decode_compressed", "decode_image", "decode_ra
 
 STATS = ("brightness", "contrast", "sharpness", "saturation")
 HIST_BINS = 8
-_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_LEVELS = np.arange(256, dtype=np.float64)
 # Frames above this many pixels are subsampled 2x per axis before the statistics: they stay
 # comparable within a topic and decoding keeps up with the recorded frame rate.
 _MAX_PIXELS = 1_500_000
@@ -88,60 +88,79 @@ def decode_compressed(msg: Any) -> np.ndarray:
     Raises:
         IngestError: the bytes are not an image pillow can decode.
     """
+    img = _open_compressed(msg)
+    if img.mode not in ("L", "RGB", "I;16"):
+        img = img.convert("RGB")
+    pixels = np.asarray(img)
+    return pixels[..., None] if pixels.ndim == 2 else pixels
+
+
+def _open_compressed(msg: Any) -> Any:
+    """The decoded PIL image of a compressed frame."""
     image_mod = require("PIL.Image")
     try:
         data = _bytes(_get(msg, "data"))
         raw = data.tobytes() if isinstance(data, np.ndarray) else data
-        with image_mod.open(io.BytesIO(raw)) as img:
-            if img.mode not in ("L", "RGB", "I;16"):
-                img = img.convert("RGB")
-            pixels = np.asarray(img)
+        img = image_mod.open(io.BytesIO(raw))
+        img.load()
     except (OSError, ValueError, SyntaxError) as err:
         fmt = _get(msg, "format") if _has(msg, "format") else "?"
         raise IngestError(f"compressed image (format {fmt!r}) does not decode: {err}") from err
-    return pixels[..., None] if pixels.ndim == 2 else pixels
+    return img
 
 
-def decode_image(msg: Any, msgtype: str) -> np.ndarray:
-    """Pixels of any supported image message, ``(H, W, C)`` uint8 or uint16."""
+def decode_image(msg: Any, msgtype: str) -> Any:
+    """Any supported image message as something :func:`frame_stats` takes.
+
+    Compressed frames stay PIL images (no copy to numpy); raw ones are ``(H, W, C)`` arrays.
+    """
     if "Compressed" in msgtype:
-        return decode_compressed(msg)
+        return _open_compressed(msg)
     return decode_raw(msg)
 
 
-def frame_stats(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def frame_stats(pixels: np.ndarray | Any) -> tuple[np.ndarray, np.ndarray]:
     """Statistics of one frame.
 
+    Luma and histograms come from pillow's C code (``convert("L")``, ``histogram()``), so
+    raw and compressed frames of the same pixels give the same numbers; 16-bit frames are
+    reduced to their top 8 bits first.
+
     Args:
-        pixels: ``(H, W)`` or ``(H, W, C)`` uint8 / uint16, RGB(A) or grey.
+        pixels: ``(H, W)`` or ``(H, W, C)`` uint8 / uint16 (RGB(A) or grey), or a PIL image.
 
     Returns:
         ``(stats, hist)``: the four values of :data:`STATS`, and the concatenated per-channel
         histograms (``HIST_BINS`` per colour channel, each summing to 1).
     """
-    if pixels.ndim == 2:
-        pixels = pixels[..., None]
-    if pixels.shape[0] * pixels.shape[1] > _MAX_PIXELS:
-        pixels = pixels[::2, ::2]
-    colour = pixels[..., :3] if pixels.shape[2] >= 3 else pixels[..., :1]
-    deep = colour.dtype == np.uint16
-    scale = np.float32(65535.0 if deep else 255.0)
-    if colour.shape[2] == 3:
-        luma = colour.astype(np.float32) @ _LUMA
-    else:
-        luma = colour[..., 0].astype(np.float32)
-    luma /= scale
+    image_mod = require("PIL.Image")
+    img = pixels if isinstance(pixels, image_mod.Image) else _to_image(image_mod, pixels)
+    if img.mode not in ("L", "RGB"):
+        img = img.convert("RGB")
+    if img.width * img.height > _MAX_PIXELS:
+        img = img.reduce(2)
+    grey = img if img.mode == "L" else img.convert("L")
+    counts = np.asarray(grey.histogram(), dtype=np.float64)
+    n = max(counts.sum(), 1.0)
+    mean = float(counts @ _LEVELS) / n
+    var = max(float(counts @ _LEVELS**2) / n - mean * mean, 0.0)
+    luma = np.asarray(grey, dtype=np.int16)
     lap = (luma[:-2, 1:-1] + luma[2:, 1:-1] + luma[1:-1, :-2] + luma[1:-1, 2:]
-           - 4.0 * luma[1:-1, 1:-1]) * 255.0
-    clip = np.uint16(64250) if deep else np.uint8(250)
-    stats = np.array([luma.mean(), luma.std(), lap.var() if lap.size else 0.0,
-                      (colour.max(axis=2) >= clip).mean()], dtype=np.float64)
-    shift = 13 if deep else 5  # top 3 bits: 8 bins
-    hist = np.concatenate([
-        np.bincount((colour[..., c] >> shift).ravel(), minlength=HIST_BINS)[:HIST_BINS]
-        for c in range(colour.shape[2])]).astype(np.float64)
-    hist /= max(luma.size, 1)
-    return stats, hist
+           - 4 * luma[1:-1, 1:-1]).ravel().astype(np.float32)
+    sharp = float(lap @ lap) / lap.size - (float(lap.sum()) / lap.size) ** 2 if lap.size else 0.0
+    stats = np.array([mean / 255.0, np.sqrt(var) / 255.0, sharp, counts[250:].sum() / n])
+    hist = np.asarray(img.histogram(), dtype=np.float64).reshape(-1, HIST_BINS, 256 // HIST_BINS)
+    return stats, hist.sum(axis=2).ravel() / n
+
+
+def _to_image(image_mod: Any, pixels: np.ndarray) -> Any:
+    if pixels.dtype == np.uint16:
+        pixels = (pixels >> 8).astype(np.uint8)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[..., 0]
+    elif pixels.ndim == 3 and pixels.shape[2] == 4:
+        pixels = pixels[..., :3]
+    return image_mod.fromarray(np.ascontiguousarray(pixels))
 
 
 def hist_distance(hists: np.ndarray) -> np.ndarray:
