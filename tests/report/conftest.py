@@ -8,6 +8,7 @@ embedding and ``z.<channel>`` columns, trajectories for a few events, and a vali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +130,7 @@ def _trend(counts: list[int], episodes: list[int]) -> dict[str, object]:
     return {
         "per_deployment": [
             {"deployment": d, "episodes": n, "failures": c, "rate": r}
-            for d, n, c, r in zip(DEPLOYMENTS, episodes, counts, rates, strict=True)
+            for d, n, c, r in zip(DEPLOYMENTS[: len(counts)], episodes, counts, rates, strict=True)
         ],
         "growth": growth,
         "p_value": 0.002 if abs(growth) > 0.2 else 0.4,
@@ -205,7 +206,7 @@ def build_report(seed: int = 0, deployments: int = 8) -> Report:
                 "explanation": EXPLANATIONS[cid],
                 "size": len(ids),
                 "events": ids,
-                "trend": _trend(counts[:deployments], episodes),
+                "trend": {**_trend(counts[:deployments], episodes), "growth_ci": [0.1, 0.6]},
                 "top_channels": [
                     {"channel": c, "family": CHANNELS[c], "effect": e} for c, e in signature.items()
                 ],
@@ -426,3 +427,9 @@ def run_dir(
     report.save(out)
     validation.save(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def make_report() -> Callable[..., Report]:
+    """The builder itself, for tests that need another seed or fewer deployments."""
+    return build_report

@@ -53,6 +53,7 @@ class EventView:
     context: dict[str, object]
     failure_time: object
     trace_anchor: str | None
+    notes: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class ClusterView:
     last_rate: float | None
     last_deployment: str | None
     growth_factor: float
+    growth_ci: str
     explained: list[tuple[str, float]]
     family_scores: list[tuple[str, float]]
     actions: list[ActionView]
@@ -112,7 +114,36 @@ def _event_view(e: EventReport, traces: Traces) -> EventView:
         context=dict(context) if isinstance(context, dict) else {},
         failure_time=extra(e, "failure_time"),
         trace_anchor=anchor("trace", e.episode_id) if e.episode_id in traces else None,
+        notes=_notes(e),
     )
+
+
+def _notes(e: EventReport) -> list[tuple[str, str]]:
+    """The optional per-event facts an analysis may add, as label/text pairs."""
+    out = []
+    for key, label in (
+        ("task", "task"),
+        ("failure_label", "symptom"),
+        ("novel_context", "context sim never covered"),
+        ("suspicious_sys", "suspicious system values"),
+    ):
+        value = extra(e, key)
+        if isinstance(value, list | tuple):
+            value = ", ".join(str(v) for v in value)
+        if value:
+            out.append((label, str(value)))
+    return out
+
+
+def _growth_ci(c: ClusterReport) -> str:
+    """The 95% interval of the per-deployment rate factor, when the analysis gave one."""
+    ci = extra(c.trend, "growth_ci")
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return ""
+    if not all(isinstance(v, int | float) for v in ci):
+        return ""
+    low, high = (math.exp(float(v)) for v in ci)
+    return f"95% CI ×{low:.2f}–×{high:.2f}"
 
 
 def _explained(c: ClusterReport) -> list[tuple[str, float]]:
@@ -188,6 +219,7 @@ def _cluster_view(
         last_rate=last.rate if last else None,
         last_deployment=last.deployment if last else None,
         growth_factor=math.exp(c.trend.growth),
+        growth_ci=_growth_ci(c),
         explained=_explained(c),
         family_scores=_scores(extra(c, "family_scores")),
         actions=[ActionView(a, ACTION_LABELS[a.kind], justification(a)) for a in c.actions],

@@ -67,9 +67,15 @@ _JUSTIFY: Mapping[str, str] = {
 
 
 def extra(model: object, name: str, default: object = None) -> object:
-    """An extension field of a report model (spec fields are attributes), or ``default``."""
-    extras = getattr(model, "model_extra", None) or {}
-    return extras.get(name, default)
+    """An extension field of a report model, declared or not, else ``default``.
+
+    The model may declare it (a field) or carry it as an extra key (an older or newer
+    analysis), so the pages render it either way and never require it.
+    """
+    value = getattr(model, name, None)
+    if value is None:
+        value = (getattr(model, "model_extra", None) or {}).get(name)
+    return default if value is None else value
 
 
 def anchor(kind: str, ident: str) -> str:

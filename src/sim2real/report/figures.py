@@ -458,7 +458,10 @@ def _spread(p: SimParam) -> float:
 
 
 def _uncertainty(p: SimParam) -> float:
-    value = (p.model_extra or {}).get("uncertainty")
+    """The estimate's standard error (an extension field); 0 when not given."""
+    value = getattr(p, "uncertainty", None)
+    if value is None:
+        value = (p.model_extra or {}).get("uncertainty")
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else 0.0
 
 

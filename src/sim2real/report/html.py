@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
@@ -33,6 +33,7 @@ __all__ = [
     "plotly_js",
     "render_report",
     "render_report_fragment",
+    "render_runs",
     "render_validation",
     "render_validation_fragment",
 ]
@@ -60,6 +61,15 @@ def plotly_js() -> str:
     return get_plotlyjs()
 
 
+def _num(value: object, digits: int = 3) -> str:
+    """A number to ``digits`` significant digits; anything else as text."""
+    if value is None:
+        return "–"
+    if isinstance(value, int | float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
 @cache
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -71,7 +81,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{100 * v:.{d}f}%"
     env.filters["signed"] = lambda v, d=2: f"{v:+.{d}f}".replace("-", "−")
-    env.filters["num"] = lambda v, d=3: "–" if v is None else f"{v:.{d}g}"
+    env.filters["num"] = _num
     return env
 
 
@@ -202,3 +212,22 @@ def render_validation(
 def render_validation_fragment(validation: Validation) -> str:
     """The validation page without the document wrapper (notebooks)."""
     return _validation(validation, standalone=False, plotly_src=None, nav=())
+
+
+def render_runs(
+    rows: Sequence[Mapping[str, object]], *, root: str, api_href: str, plotly_src: str
+) -> str:
+    """The dashboard's list of runs, in the same page frame as the reports.
+
+    Args:
+        rows: per run ``name``, ``report_href``, ``validation_href``, ``failures``,
+            ``clusters``, ``deployments``, ``fastest``, ``updated`` and ``error``.
+        root: the served folder, as shown to the user.
+        api_href: the link to the API description.
+        plotly_src: the URL of plotly.js (no figure here; it keeps the frame identical).
+    """
+    body = _env().get_template("runs.html.j2").render(rows=rows, root=root, api_href=api_href)
+    context: dict[str, object] = {"figures": FigureSet(), "root_id": "s2r-runs"}
+    return _render(
+        body, context, title="sim2real dashboard", standalone=True, plotly_src=plotly_src, nav=()
+    )

@@ -1,0 +1,125 @@
+"""The HTML renderer: self-contained, complete, deterministic, and sane on thin reports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html.parser import HTMLParser
+
+import pyarrow as pa
+import pytest
+
+from sim2real.report import Report, ReportModel, Validation
+from sim2real.report._words import summary_sentences, validation_sentence
+from sim2real.report.figures import poisson_rate_interval
+from sim2real.report.html import render_report, render_report_fragment
+
+
+class _Refs(HTMLParser):
+    """Every URL a tag would fetch (script/link/img/iframe src or href)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if tag in {"script", "link", "img", "iframe", "source"} and key in {"src", "href"}:
+                self.urls.append(value or "")
+
+
+def _fetched(html: str) -> list[str]:
+    refs = _Refs()
+    refs.feed(html)
+    return refs.urls
+
+
+def test_report_is_self_contained_and_complete(report: Report) -> None:
+    html = report.to_html()
+    assert html.startswith("<!doctype html>")
+    assert _fetched(html) == []  # plotly.js and every figure are inline
+    assert html.count("window.Plotly = Plotly") == 1
+    for c in report.model.clusters:
+        assert f'data-anchor="cluster-{c.cluster_id}"' in html
+        assert c.explanation.replace("'", "&#39;") in html
+    for e in report.model.events:
+        assert e.episode_id in html
+    assert 'data-anchor="unassigned"' in html
+    assert "Why this number" in html
+
+
+def test_same_report_same_bytes(report: Report) -> None:
+    assert render_report(report) == render_report(report)
+
+
+def test_dashboard_variant_loads_plotly_from_its_url(report: Report) -> None:
+    html = render_report(report, plotly_src="/static/plotly.js", nav=[("All runs", "/")])
+    assert _fetched(html) == ["/static/plotly.js"]
+    assert 'href="/"' in html
+
+
+def test_fragment_for_notebooks(report: Report, validation: Validation) -> None:
+    fragment = report._repr_html_()
+    assert "<html" not in fragment and "<body" not in fragment
+    assert fragment.count("window.Plotly = Plotly") == 1
+    assert "if (!window.Plotly)" in fragment
+    assert 'data-anchor="cluster-C3"' in fragment
+    assert render_report_fragment(report) != fragment  # each output has its own root id
+    assert "shrank" in validation._repr_html_()
+
+
+def test_validation_page(validation: Validation) -> None:
+    html = validation.to_html()
+    assert _fetched(html) == []
+    for c in validation.model.clusters:
+        assert c.cluster_id in html and c.verdict in html
+    assert validation_sentence(validation.model) == (
+        "In w07 against w05, w06: C1 shrank; C3, C5 grew or appeared."
+    )
+
+
+def test_summary_names_what_changed_grows_and_helps(report: Report) -> None:
+    (k1, changed), (k2, growing), (k3, do) = summary_sentences(report.model)
+    assert (k1, k2, k3) == ("Changed", "Growing", "Do next")
+    assert "In w08" in changed and "new cluster: C5" in changed
+    assert growing.startswith("C3 (perception drift")
+    assert "expected to remove 65% of C3's failures" in do
+
+
+def _thin(report: Report, **changes: object) -> Report:
+    data = report.model.model_dump(mode="json")
+    data.update(changes)
+    return Report(
+        model=ReportModel.model_validate(data), signatures=pa.table({}), traces=pa.table({})
+    )
+
+
+def test_empty_report_renders_its_empty_states(report: Report) -> None:
+    thin = _thin(report, clusters=[], events=[], fastest_growing=None, warnings=[])
+    html = thin.to_html()
+    assert "No failure clusters" in html and "No signature embedding" in html
+    assert "Nothing to do" in html
+
+
+def test_cluster_without_params_actions_or_tables(report: Report) -> None:
+    data = report.model.model_dump(mode="json")
+    clusters = [{**c, "sim_params": [], "actions": []} for c in data["clusters"]]
+    html = _thin(report, clusters=clusters).to_html()
+    assert "Simulation parameters: not computed" in html
+    assert "Actions: not computed" in html
+    assert "No trajectories were saved" in html
+    assert 'data-anchor="cluster-C3"' in html  # the heat map falls back to top channels
+
+
+@pytest.mark.parametrize("deployments", [1, 2])
+def test_few_deployments(deployments: int, make_report: Callable[..., Report]) -> None:
+    html = make_report(seed=3, deployments=deployments).to_html()
+    if deployments == 1:
+        assert "Only one deployment so far" in html
+
+
+def test_garwood_interval() -> None:
+    low, high = poisson_rate_interval(0, 1)
+    assert low == 0 and high == pytest.approx(3.689, abs=1e-3)
+    low, high = poisson_rate_interval(10, 100)
+    assert low == pytest.approx(0.04795, abs=1e-4) and high == pytest.approx(0.18390, abs=1e-4)
+    assert poisson_rate_interval(3, 0) == (0.0, 0.0)
