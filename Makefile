@@ -26,7 +26,16 @@ typecheck: install
 unit: install
 	$(BIN)/python -m pytest
 
-test: lint typecheck unit
+test: browser-deps lint typecheck unit
+
+# Debian's chromium for the browser tests (never a downloaded browser); where it cannot be
+# installed (not root, no network) those tests skip and everything else still runs.
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -qq && apt-get install -y -qq chromium) \
+	    || echo "browser-deps: apt-get could not install chromium; browser tests will skip"; \
+	else echo "browser-deps: /usr/bin/chromium is missing and we are not root; browser tests will skip"; fi
 
 bench: install
 	$(BIN)/python -m bench.run

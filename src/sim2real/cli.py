@@ -52,3 +52,7 @@ from sim2real.ingest._cli import export, ingest, init_mapping  # noqa: E402
 main.add_command(ingest)
 main.add_command(init_mapping)
 main.add_command(export)
+
+from sim2real.serve._cli import serve  # noqa: E402
+
+main.add_command(serve)
