@@ -56,3 +56,7 @@ main.add_command(export)
 from sim2real.serve._cli import serve  # noqa: E402
 
 main.add_command(serve)
+
+from sim2real.demo._cli import demo  # noqa: E402
+
+main.add_command(demo)

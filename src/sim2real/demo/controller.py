@@ -9,6 +9,7 @@ order (an unknown class is planned like the closest known one).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -90,7 +91,7 @@ class Controller:
         return Command((float(v[0]), float(v[1]), float(v[2])), self._grip)
 
     def _advance(self, pad: np.ndarray) -> None:
-        reached = bool(np.linalg.norm(self._target - pad) < _TOL)
+        reached = math.dist(self._target, pad) < _TOL
         p = self.phase
         if p == Phase.PERCEIVE:
             self._target = pad.copy()

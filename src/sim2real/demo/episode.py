@@ -8,6 +8,7 @@ searches the parameters of this function can recover what reality hid.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,8 +89,8 @@ class EpisodeResult:
 class _Ids:
     obj_qpos: int
     obj_dof: int
-    gripper_geoms: frozenset[int]
-    env_geoms: frozenset[int]
+    is_gripper: np.ndarray  # (n_geoms,) bool: pads and palm
+    is_env: np.ndarray  # (n_geoms,) bool: table and bin
 
     @classmethod
     def of(cls, m: mujoco.MjModel) -> _Ids:
@@ -98,9 +99,11 @@ class _Ids:
 
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "obj")
         env = ["table", "bin_floor"] + [f"bin_wall_{s}" for s in ("px", "nx", "py", "ny")]
-        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]),
-                   frozenset(gid(g) for g in ("pad_l", "pad_r", "palm")),
-                   frozenset(gid(g) for g in env))
+        is_gripper = np.zeros(m.ngeom, dtype=bool)
+        is_gripper[[gid(g) for g in ("pad_l", "pad_r", "palm")]] = True
+        is_env = np.zeros(m.ngeom, dtype=bool)
+        is_env[[gid(g) for g in env]] = True
+        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), is_gripper, is_env)
 
 
 def simulate_episode(
@@ -242,7 +245,11 @@ class _Run:
         if self.failure is not None:
             return
         obj = self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 3]
-        if self._crashed():
+        if self.d.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number > 0:
+            # The object was squeezed out so violently that the solver gave up: in the real
+            # cell it flies off the table. MuJoCo has reset the state, so stop here.
+            self.failure = (t, "dropped_object")
+        elif self._crashed():
             self.failure = (t, "collision")
         elif phase == Phase.TRANSPORT and not self.holding:
             if obj[2] > self.obj_z0 + 0.08:
@@ -250,7 +257,8 @@ class _Run:
             else:
                 self.failure = (t, "missed_pick")
         elif self.holding and phase in (Phase.TRANSPORT, Phase.LOWER):
-            if np.linalg.norm(obj - self._pad()) > 0.08:
+            pad = self._pad()
+            if math.dist(obj, pad) > 0.08:
                 self.failure = (t, "dropped_object")
         elif phase == Phase.DONE and self.done_at is None:
             self.done_at = t
@@ -258,16 +266,21 @@ class _Run:
             self.failure = (t, "dropped_object")
 
     def _crashed(self) -> bool:
-        if float(np.max(np.abs(self.d.actuator_force[:3]))) > _DRIVE_LIMIT_N:
+        f = self.d.actuator_force
+        if max(abs(f[0]), abs(f[1]), abs(f[2])) > _DRIVE_LIMIT_N:
             return True
+        n = self.d.ncon
+        if n == 0:
+            return False
+        geoms = self.d.contact.geom[:n]
+        hit = self.ids.is_gripper[geoms]
+        env = self.ids.is_env[geoms]
+        pairs = (hit[:, 0] & env[:, 1]) | (hit[:, 1] & env[:, 0])
         force = np.zeros(6)
-        grip, env = self.ids.gripper_geoms, self.ids.env_geoms
-        for i in range(self.d.ncon):
-            c = self.d.contact[i]
-            if (c.geom1 in grip and c.geom2 in env) or (c.geom2 in grip and c.geom1 in env):
-                mujoco.mj_contactForce(self.m, self.d, i, force)
-                if force[0] > _IMPACT_N:
-                    return True
+        for i in np.flatnonzero(pairs):
+            mujoco.mj_contactForce(self.m, self.d, int(i), force)
+            if force[0] > _IMPACT_N:
+                return True
         return False
 
     @staticmethod
@@ -276,6 +289,8 @@ class _Run:
                 and obj[2] < 0.08)
 
     def _finished(self, t: float) -> bool:
+        if self.d.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number > 0:
+            return True
         if self.failure is not None:
             return t >= self.failure[0] + _AFTER_FAILURE_S
         return self.done_at is not None and t >= self.done_at + _SETTLE_S + 0.02
@@ -286,7 +301,7 @@ class _Run:
         q, v, f = d.qpos, d.qvel, d.actuator_force
         closed = cmd.grip > 0.5
         obj_v = v[self.ids.obj_dof:self.ids.obj_dof + 3]
-        slip = float(np.linalg.norm(obj_v - v[:3])) if closed else 0.0
+        slip = math.dist(obj_v, v[:3]) if closed else 0.0
         return {
             "x_pos": q[0], "y_pos": q[1], "z_pos": q[2],
             "x_vel": v[0], "y_vel": v[1], "z_vel": v[2],
@@ -294,7 +309,7 @@ class _Run:
             "grip_width": 2.0 * (0.05 - 0.5 * (q[3] + q[4])),
             "grip_force": 0.5 * (abs(f[3]) + abs(f[4])),
             "obj_slip": slip,
-            "tracking_err": float(np.linalg.norm(d.ctrl[:3] - v[:3])),
+            "tracking_err": math.dist(d.ctrl[:3], v[:3]),
             "det_confidence": frame.confidence,
             "pose_err_mm": frame.error_m * 1000.0,
             "img_brightness": frame.brightness,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+
+import mujoco
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -19,6 +22,22 @@ _CHUNK = 12  # episodes per task: amortises pickling without starving a worker
 
 def _run_chunk(specs: Sequence[EpisodeSpec]) -> list[EpisodeResult]:
     return [run_spec(s) for s in specs]
+
+
+def _silence_mujoco() -> None:
+    # The episode monitor reads MuJoCo's warning counters itself (an unstable object is
+    # a failure), so the printed warnings would only scribble over the progress bar.
+    mujoco.set_mju_user_warning(lambda _msg: None)
+
+
+@contextlib.contextmanager
+def _silenced() -> Iterator[None]:
+    previous = mujoco.get_mju_user_warning()
+    _silence_mujoco()
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
 
 class EpisodeRunner:
@@ -38,7 +57,8 @@ class EpisodeRunner:
             # fork: workers inherit the imported modules, which start-up dominates otherwise
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                             initializer=_silence_mujoco)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -54,8 +74,9 @@ class EpisodeRunner:
             # Submitted before the progress bar starts its thread: workers fork first.
             futures = [self._pool.submit(_run_chunk, c) for c in chunks]
         results: list[EpisodeResult] = []
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), disable=not self.progress, transient=False) as bar:
+        with _silenced(), Progress(TextColumn("{task.description}"), BarColumn(),
+                                   MofNCompleteColumn(), TimeElapsedColumn(),
+                                   disable=not self.progress) as bar:
             task = bar.add_task(label, total=len(specs))
             for i, chunk in enumerate(chunks):
                 done = _run_chunk(chunk) if futures is None else futures[i].result()

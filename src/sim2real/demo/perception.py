@@ -17,7 +17,7 @@ __all__ = ["LIGHT_SETTINGS", "Detector", "Frame"]
 # Requested light setting (a context the operator chooses) -> multiplier on the light level.
 LIGHT_SETTINGS = {"standard": 1.0, "bright": 1.15, "eco": 0.9}
 
-_BIAS_SIGMA = 0.003  # metres, at light 1, camera noise 1, no clutter
+_BIAS_SIGMA = 0.0025  # metres, at light 1, camera noise 1, no clutter
 _UNKNOWN_BIAS = 0.006  # extra bias for an object class the detector never saw
 
 

@@ -42,7 +42,13 @@ class Size:
     per_robot_week: int
 
 
-SIZES = {"small": Size(300, 10), "default": Size(1400, 36), "large": Size(6000, 150)}
+# "tiny" is for quick checks of the machinery (determinism), too small to analyse.
+SIZES = {
+    "tiny": Size(24, 1),
+    "small": Size(280, 9),
+    "default": Size(1400, 36),
+    "large": Size(6000, 150),
+}
 
 
 @dataclass(frozen=True)

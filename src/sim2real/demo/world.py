@@ -131,7 +131,18 @@ def apply_params(model: mujoco.MjModel, object_type: str, params: Mapping[str, f
         gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, pad)
         model.geom_friction[gid, 0] = values["friction"]
     bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "obj")
-    base = CATALOGUE[object_type].mass
-    scale = values["object_mass_scale"] * base / float(model.body_mass[bid])
-    model.body_mass[bid] *= scale
-    model.body_inertia[bid] = np.asarray(model.body_inertia[bid]) * scale
+    # Absolute values from the compiled originals, never relative to the model's current
+    # ones: rounding would otherwise accumulate and make a result depend on which episodes
+    # ran before it in the same process.
+    mass, inertia = _object_inertia(object_type)
+    scale = values["object_mass_scale"]
+    model.body_mass[bid] = mass * scale
+    model.body_inertia[bid] = inertia * scale
+
+
+@cache
+def _object_inertia(object_type: str) -> tuple[float, np.ndarray]:
+    """The object's mass and principal inertia as compiled (mass scale 1)."""
+    model = load_model.__wrapped__(object_type)  # a fresh compile, never a modified model
+    bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "obj")
+    return float(model.body_mass[bid]), np.array(model.body_inertia[bid])
