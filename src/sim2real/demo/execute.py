@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 import mujoco
-
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim2real.demo.episode import EpisodeResult
