@@ -107,31 +107,33 @@ def _motion(c: _Clock) -> dict[str, np.ndarray]:
     tr_in, _ = c.ss(c.b(2), c.b(2) + 0.04)
     tr_out, _ = c.ss(c.b(3) - 0.04, c.b(3))
     speed = (d_reach * (c.b(1) - c.b(0)) + d_carry * (c.b(3) - c.b(2))) * c.duration / 1.5
-    return {"reach": reach, "d_reach": d_reach, "carry": carry, "d_carry": d_carry,
-            "hold": close * (1 - release), "transport": tr_in * (1 - tr_out), "move": speed,
-            "release": release}
+    prims = {"reach": reach, "d_reach": d_reach, "carry": carry, "d_carry": d_carry,
+             "hold": close * (1 - release), "transport": tr_in * (1 - tr_out), "move": speed,
+             "release": release, "phase": c.phase}
+    # float32 from here on: the channels are stored as float32 and this halves the traffic.
+    return {k: v.astype(np.float32) for k, v in prims.items()}
 
 
-def _template(kind: str, variant: int, m: dict[str, np.ndarray], c: _Clock) -> np.ndarray:
+def _template(kind: str, variant: int, m: dict[str, np.ndarray]) -> np.ndarray:
     """The noise-free, parameter-free shape of a kind, in link space."""
     a, b = _REACH[variant % 4], _CARRY[variant % 4]
     shapes: dict[str, Callable[[], np.ndarray]] = {
         "joint_pos": lambda: a * m["reach"] - b * m["carry"] + 0.1 * variant,
         "joint_vel": lambda: a * m["d_reach"] - b * m["d_carry"],
         "joint_torque": lambda: (0.2 + 0.8 * m["hold"]
-                                 + 0.15 * np.sin(2 * np.pi * c.phase + variant)),
+                                 + 0.15 * np.sin(2 * np.pi * m["phase"] + variant)),
         "grip_force": lambda: m["hold"],
         "grip_width": lambda: 1.0 - 0.6 * m["hold"],
         "slip": lambda: np.log(0.01) + 1.0 * m["transport"],
         "track_err": lambda: np.log(0.005) + 1.0 * m["move"],
         "det_conf": lambda: 2.5 - 0.7 * m["transport"],
         "pose_err": lambda: np.log(0.004) + 0.5 * m["transport"],
-        "brightness": lambda: 0.5 + 0.02 * np.sin(2 * np.pi * c.phase),
+        "brightness": lambda: 0.5 + 0.02 * np.sin(2 * np.pi * m["phase"]),
         "contrast": lambda: 0.35 - 0.03 * m["hold"],
         "cmd_vel": lambda: 1.1 * (a * m["d_reach"] - b * m["d_carry"]),
-        "cmd_grip": lambda: 1.0 - m["hold"] + 0.0 * c.phase,
-        "latency": lambda: 12.0 + 0.0 * c.phase,
-        "dropped": lambda: 0.02 + 0.0 * c.phase,
+        "cmd_grip": lambda: 1.0 - m["hold"],
+        "latency": lambda: np.full_like(m["phase"], 12.0),
+        "dropped": lambda: np.full_like(m["phase"], 0.02),
     }
     return shapes[kind]()
 
@@ -163,13 +165,13 @@ def _offsets(spec: WorldSpec, ep: Episodes) -> dict[str, np.ndarray]:
 def _failure_terms(ep: Episodes, c: _Clock) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Additive failure effects per kind, and the per-sample "object still in hand" factor."""
     add: dict[str, np.ndarray] = {}
-    keep = np.ones(len(c.t))
+    keep = np.ones(len(c.t), np.float32)
     failing = np.isfinite(ep.fail_u)
     t_fail = np.where(failing, phase_to_time(np.nan_to_num(ep.fail_u), ep.phase_warp)
                       * ep.duration, np.inf)
     since = c.t_true - t_fail[c.ep]
-    step = np.clip(since / 0.15, 0, 1)
-    pulse = np.where(since >= 0, np.exp(-np.clip(since, 0, None) / 0.4), 0.0)
+    step = np.clip(since / 0.15, 0, 1).astype(np.float32)
+    pulse = np.where(since >= 0, np.exp(-np.clip(since, 0, None) / 0.4), 0.0).astype(np.float32)
     mode = ep.mode[c.ep]
     for m, name in enumerate(FAILURE_MODES):
         on = mode == m
@@ -241,10 +243,11 @@ def block_signals(spec: WorldSpec, ep: Episodes, ids: np.ndarray,
             columns[ch.name] = pa.nulls(len(c.t), pa.float32())
             continue
         m = carried if ch.kind in _CARRIED else motion
-        base = _template(ch.kind, ch.variant, m, c)
+        base = _template(ch.kind, ch.variant, m)
         envelope = m[_ENVELOPES[ch.kind]] if ch.kind in _ENVELOPES else 1.0
         # Episodes differ a little beyond their parameters (wear, calibration, placement).
-        per_episode = offsets.get(ch.kind, 0.0) + rng.normal(0, 0.3 * ch.noise, len(ep))
+        per_episode = (offsets.get(ch.kind, 0.0)
+                       + rng.normal(0, 0.3 * ch.noise, len(ep))).astype(np.float32)
         base = base + envelope * per_episode[c.ep]
         base = base + fail_add.get(ch.kind, 0.0)
         if ch.kind == "latency":
