@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.demo.synthetic.spec import FAILURE_MODES, CauseSpec, WorldSpec
+from sim2real.demo.synthetic.spec import FAILURE_MODES, CatalogueItem, CauseSpec, WorldSpec
 
 __all__ = [
     "FAILURE_LABELS",
@@ -164,8 +164,8 @@ def _nominal_params(spec: WorldSpec, n: int, sd: float, rng: np.random.Generator
     return np.clip(values, low, high)
 
 
-def _draw_items(items: tuple[object, ...], n: int, rng: np.random.Generator) -> np.ndarray:
-    weights = np.array([getattr(i, "weight", 1.0) for i in items], float)
+def _draw_items(items: tuple[CatalogueItem, ...], n: int, rng: np.random.Generator) -> np.ndarray:
+    weights = np.array([i.weight for i in items], float)
     return rng.choice(len(items), n, p=weights / weights.sum())
 
 

@@ -153,7 +153,7 @@ def _offsets(spec: WorldSpec, ep: Episodes) -> dict[str, np.ndarray]:
         mid = (cn.low + cn.high) / 2
         add(cn.effects, g((ep.ctx_num[:, j] - mid) / (cn.high - cn.low)))
     for j, cat in enumerate(spec.ctx_categorical):
-        for code, _value in enumerate(ctx_values(spec, j)):
+        for code in range(len(ctx_values(spec, j))):
             # Values only causes bring (new_ctx) carry their effects on the cause instead.
             item: Mapping[str, float] = cat.items[code].effects if code < len(cat.items) else {}
             add(item, (ep.ctx_cat[:, j] == code).astype(float))
