@@ -30,7 +30,7 @@ class _Refs(HTMLParser):
 def _fetched(html: str) -> list[str]:
     refs = _Refs()
     refs.feed(html)
-    return refs.urls
+    return [u for u in refs.urls if not u.startswith("data:")]
 
 
 def test_report_is_self_contained_and_complete(report: Report) -> None:

@@ -245,7 +245,7 @@ def _overview(model: ReportModel, sig: Signatures, figs: FigureSet) -> str | Non
     """The 2-D map of all failures, one colour per cluster, unassigned in grey."""
     if sig.embedding is None or not len(sig.ids):
         return None
-    palette = F.cluster_palette([c.cluster_id for c in model.clusters])
+    palette = F.cluster_palette([(c.cluster_id, c.taxonomy) for c in model.clusters])
     labels = {
         c.cluster_id: f"{c.cluster_id} · {TAXONOMY_LABELS[c.taxonomy].lower()}"
         for c in model.clusters
@@ -259,7 +259,7 @@ def _overview(model: ReportModel, sig: Signatures, figs: FigureSet) -> str | Non
         groups.append(
             (
                 labels.get(cid, "unassigned"),
-                palette.get(cid, "#cbd5e1"),
+                palette.get(cid, F.UNASSIGNED),
                 sig.embedding[on, 0],
                 sig.embedding[on, 1],
                 ids,

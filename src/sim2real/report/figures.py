@@ -18,6 +18,7 @@ from sim2real.report.model import ClusterTrend, SimParam, ValidationCluster
 
 __all__ = [
     "TAXONOMY_COLORS",
+    "UNASSIGNED",
     "VERDICT_COLORS",
     "breakdown_bars",
     "cluster_palette",
@@ -45,22 +46,8 @@ VERDICT_COLORS: Mapping[str, str] = {
     "new": "#ea580c",
     "unchanged": "#64748b",
 }
-# Distinct, colour-blind-friendly hues for clusters on the overview map (Okabe-Ito + extras).
-_CLUSTER_HUES = (
-    "#0072b2",
-    "#e69f00",
-    "#009e73",
-    "#cc79a7",
-    "#d55e00",
-    "#56b4e9",
-    "#7c3aed",
-    "#a16207",
-    "#0f766e",
-    "#be123c",
-    "#4d7c0f",
-    "#1e3a8a",
-)
-_UNASSIGNED = "#cbd5e1"
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
+UNASSIGNED = ("#cbd5e1", "circle")
 _INK = "#1e293b"
 _MUTED = "#94a3b8"
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
@@ -176,7 +163,12 @@ def param_intervals(params: Sequence[SimParam], color: str) -> go.Figure:
             hoverinfo="text",
         )
     )
+    xs = [(p.estimate - p.sim_low) / s for p, s in zip(ordered, spread, strict=True)]
+    low = min([0.0, *(x - e for x, e in zip(xs, errors, strict=True))])
+    high = max([1.0, *(x + e for x, e in zip(xs, errors, strict=True))])
+    pad = 0.08 * (high - low)  # keep the range ends and their labels inside the plot
     fig.update_xaxes(
+        range=[low - pad, high + pad],
         tickvals=[0, 1],
         ticktext=["sim low", "sim high"],
         zeroline=False,
@@ -248,18 +240,28 @@ def signature_heatmap(
     return fig
 
 
-def cluster_palette(cluster_ids: Sequence[str]) -> dict[str, str]:
-    """A stable colour per cluster, in the order the report lists them."""
-    return {cid: _CLUSTER_HUES[i % len(_CLUSTER_HUES)] for i, cid in enumerate(cluster_ids)}
+def cluster_palette(clusters: Sequence[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Colour and marker per cluster: its taxonomy's colour, as on its card; clusters
+    sharing a taxonomy get different marker shapes."""
+    seen: dict[str, int] = {}
+    out = {}
+    for cid, taxonomy in clusters:
+        k = seen.get(taxonomy, 0)
+        seen[taxonomy] = k + 1
+        out[cid] = (TAXONOMY_COLORS[taxonomy], _SYMBOLS[k % len(_SYMBOLS)])
+    return out
 
 
 def overview_map(
-    groups: Sequence[tuple[str, str, np.ndarray, np.ndarray, Sequence[str], Sequence[str]]],
+    groups: Sequence[
+        tuple[str, tuple[str, str], np.ndarray, np.ndarray, Sequence[str], Sequence[str]]
+    ],
 ) -> go.Figure:
     """All failures on the signature embedding; one trace per group.
 
     Args:
-        groups: ``(label, colour, x, y, episode_ids, anchors)`` per cluster, unassigned last.
+        groups: ``(label, (colour, symbol), x, y, episode_ids, anchors)`` per cluster,
+            unassigned last.
     """
     fig = go.Figure(
         layout=_layout(
@@ -269,7 +271,7 @@ def overview_map(
             margin={"l": 8, "r": 8, "t": 8, "b": 8},
         )
     )
-    for label, color, x, y, ids, anchors in groups:
+    for label, (color, symbol), x, y, ids, anchors in groups:
         fig.add_trace(
             go.Scattergl(
                 x=np.round(x, 4),
@@ -278,6 +280,7 @@ def overview_map(
                 name=label,
                 marker={
                     "color": color,
+                    "symbol": symbol,
                     "size": 7,
                     "opacity": 0.85,
                     "line": {"width": 0.5, "color": "white"},
