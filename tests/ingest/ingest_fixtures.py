@@ -1,11 +1,10 @@
-"""Recordings written with the formats' official writers, in ``tmp_path``."""
+"""Recordings written with the formats' official writers (imported by the ingest tests)."""
 
 from __future__ import annotations
 
 import base64
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -201,22 +200,3 @@ MAPPING = {
                {"topic": "/camera/raw", "prefix": "raw"}],
     "ctx": {"object_type": "bottle"},
 }
-
-
-@pytest.fixture
-def mapping_data() -> dict[str, Any]:
-    """The mapping the fixtures' recordings fit (a fresh copy per test)."""
-    return json.loads(json.dumps(MAPPING))
-
-
-@pytest.fixture
-def write_mapping(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
-    """Write a mapping dict as ``mapping.yaml`` and return its path."""
-    import yaml
-
-    def write(data: dict[str, Any]) -> Path:
-        path = tmp_path / "mapping.yaml"
-        path.write_text(yaml.safe_dump(data))
-        return path
-
-    return write

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import episode_messages, write_ros2_mcap
+from ingest_fixtures import episode_messages, write_ros2_mcap
 
 from sim2real.cli import main
 from sim2real.errors import IngestError, InputError

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import (
+from ingest_fixtures import (
     T0,
     episode_messages,
     frame,

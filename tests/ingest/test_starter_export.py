@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import episode_messages, write_ros1, write_ros2_mcap
+from ingest_fixtures import episode_messages, write_ros1, write_ros2_mcap
 
 from sim2real.cli import main
 from sim2real.ingest import ingest_recordings, parse_mapping

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from conftest import frame, png
+from ingest_fixtures import frame, png
 
 from sim2real.cli import main
 from sim2real.errors import IngestError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import numbers
 import operator
@@ -42,6 +43,10 @@ class Extracted:
     messages: int = 0
 
 
+_Group = tuple[Callable[[Any], Any], list[tuple[int, int | None]], list[Any]]
+"""A field getter, the ``(column, index)`` pairs it feeds, and its values per message."""
+
+
 @dataclass
 class _Topic:
     """How to turn one topic's messages into a row of floats."""
@@ -50,8 +55,7 @@ class _Topic:
     paths: list[tuple[Step, ...]]
     sources: list[str]
     times: list[int] = field(default_factory=list)
-    rows: list[list[Any]] = field(default_factory=list)
-    fast: Callable[[Any], list[Any]] | None = None
+    fast: list[_Group] | None = None
 
 
 def _header_ns(message: Any, log_time: int) -> int:
@@ -152,51 +156,81 @@ def _getter(steps: tuple[Step, ...], sample: Any) -> Callable[[Any], Any]:
     return chain
 
 
-def _compile(entry: _Topic, sample: Any) -> Callable[[Any], list[Any]]:
-    """One row per message with each array field fetched once (``position[0..6]``)."""
+def _compile(entry: _Topic, sample: Any) -> list[_Group]:
+    """Group channels by the field they read, so ``position[0..6]`` is fetched once."""
     groups: dict[tuple[Step, ...], list[tuple[int, int | None]]] = {}
     for j, steps in enumerate(entry.paths):
         last = steps[-1]
         base, index = (steps[:-1], last) if isinstance(last, int) and len(steps) > 1 else (
             steps, None)
         groups.setdefault(base, []).append((j, index))
-    plan = [(_getter(base, sample), items) for base, items in groups.items()]
-    width = len(entry.paths)
-
-    def row(message: Any) -> list[Any]:
-        out: list[Any] = [math.nan] * width
-        for get, items in plan:
-            value = get(message)
-            for j, index in items:
-                out[j] = value if index is None else value[index]
-        return out
-
-    return row
+    return [(_getter(base, sample), items, []) for base, items in groups.items()]
 
 
-def _next_row(entry: _Topic, message: Any, where: str, topic: str) -> list[Any]:
+def _collect(entry: _Topic, message: Any, where: str, topic: str) -> None:
+    """Keep each group's field value of one message; numbers are pulled out at the end."""
     if entry.fast is None:  # first message: check every path strictly, then go fast
-        row = _row(entry, message, where, topic, strict=True)
+        _row(entry, message, where, topic, strict=True)
         entry.fast = _compile(entry, message)
-        return row
-    try:
-        return entry.fast(message)
-    except (AttributeError, IndexError, KeyError, TypeError):  # e.g. a shorter array
-        return _row(entry, message, where, topic, strict=False)
+    for get, items, buffer in entry.fast:
+        try:
+            value = get(message)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            value = None
+        if items[0][1] is not None and hasattr(value, "__len__") and len(value) > 64:
+            # Keep only the used elements of long arrays, not whole message buffers.
+            size = len(value)
+            value = ("picked", [value[i] if -size <= i < size else math.nan
+                                for i in _indices(items)])
+        buffer.append(value)
+
+
+def _indices(items: list[tuple[int, int | None]]) -> list[int]:
+    return [i for _, i in items if i is not None]
+
+
+def _group_values(items: list[tuple[int, int | None]], buffer: list[Any]) -> np.ndarray:
+    """``(n_messages, len(items))`` floats of one group; NaN where a message lacked it."""
+    if items[0][1] is None:
+        try:
+            return np.asarray(buffer, dtype=np.float64).reshape(len(buffer), 1)
+        except (TypeError, ValueError):
+            pass
+    elif buffer and not isinstance(buffer[0], tuple):
+        try:
+            arr = np.asarray(buffer, dtype=np.float64)
+            wanted = _indices(items)
+            if arr.ndim == 2 and all(-arr.shape[1] <= i < arr.shape[1] for i in wanted):
+                return arr[:, wanted]
+        except (TypeError, ValueError):
+            pass  # ragged or mixed: element by element below
+    out = np.full((len(buffer), len(items)), np.nan)
+    for k, value in enumerate(buffer):
+        if isinstance(value, tuple) and len(value) == 2 and value[0] == "picked":
+            out[k] = np.asarray(value[1], dtype=np.float64)
+            continue
+        for c, (_, index) in enumerate(items):
+            try:
+                out[k, c] = float(value if index is None else value[index])
+            except (IndexError, TypeError, KeyError):
+                continue  # e.g. an empty velocity array in this message: null
+    return out
 
 
 def _matrix(entry: _Topic, where: str, topic: str) -> np.ndarray:
-    try:
-        return np.asarray(entry.rows, dtype=np.float64).reshape(len(entry.rows),
-                                                                len(entry.columns))
-    except (TypeError, ValueError) as err:  # a later message put a non-number somewhere
-        for row in entry.rows:
-            for source, value in zip(entry.sources, row, strict=True):
-                _number(value, where, topic, source)  # raises, naming the field
-        raise IngestError(f"{where}: topic {topic!r}: a mapped field is not a number") from err
+    out = np.full((len(entry.times), len(entry.columns)), np.nan)
+    for _, items, buffer in entry.fast or []:
+        try:
+            values = _group_values(items, buffer)
+        except ValueError as err:  # a later message put a non-number where numbers were
+            names = ", ".join(repr(entry.sources[j]) for j, _ in items)
+            msg = f"{where}: topic {topic!r}: field {names} holds a non-number; expected numbers"
+            raise IngestError(msg) from err
+        out[:, [j for j, _ in items]] = values
+    return out
 
 
-def extract(reader: RecordingReader, mapping: Mapping,
+def _extract_all(reader: RecordingReader, mapping: Mapping,
             progress: Progress | None = None) -> Extracted:
     """Read every message the mapping uses, once, in time order.
 
@@ -218,7 +252,7 @@ def extract(reader: RecordingReader, mapping: Mapping,
         stamp = _header_ns(message, log_time) if header else log_time
         if topic in plan:
             entry = plan[topic]
-            entry.rows.append(_next_row(entry, message, where, topic))
+            _collect(entry, message, where, topic)
             entry.times.append(stamp)
         if topic in images:
             try:
@@ -258,3 +292,23 @@ def condition_matches(message: Any, field_path: str | None, equals: Any) -> bool
     except FieldPathError:
         return False
     return equals is None or str(value).lower() == str(equals).lower()
+
+
+def extract(reader: RecordingReader, mapping: Mapping,
+            progress: Progress | None = None) -> Extracted:
+    """Read every message the mapping uses, once, in time order.
+
+    The cyclic garbage collector is paused meanwhile: the loop allocates millions of small
+    lists that hold no cycles, and collections over them cost more than the decoding.
+
+    Raises:
+        IngestError: a mapped topic or field is missing, a value is not a number, an image
+            does not decode; the message names the file and topic.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _extract_all(reader, mapping, progress)
+    finally:
+        if enabled:
+            gc.enable()
