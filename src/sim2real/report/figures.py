@@ -271,9 +271,11 @@ def overview_map(
             margin={"l": 8, "r": 8, "t": 8, "b": 8},
         )
     )
+    # WebGL only where SVG would be slow: some locked-down machines have no WebGL at all
+    kind = go.Scattergl if sum(len(g[4]) for g in groups) > 5000 else go.Scatter
     for label, (color, symbol), x, y, ids, anchors in groups:
         fig.add_trace(
-            go.Scattergl(
+            kind(
                 x=np.round(x, 4),
                 y=np.round(y, 4),
                 mode="markers",
