@@ -1,0 +1,284 @@
+"""Simulation-based inference of the parameters behind a telemetry window.
+
+The estimator learns, from sim rollouts alone, how a change of the simulation parameters
+moves the telemetry, and inverts that map for real episodes. It works *locally*, in the
+spirit of ABC regression adjustment:
+
+1. every window (a sim rollout at a random end time, or a real episode at its failure) is
+   compared with the sim rollouts of the same task nearest in context (never in telemetry:
+   see :meth:`ParameterInference._references`); ``d = window - mean(references)``, per
+   segment and channel, in units of the sim's spread (layout
+   ``(n_segments * n_channels,)``);
+2. on sim, where the parameters are known, a *forward* linear model ``d = A @ dp`` is fitted,
+   ``dp`` the parameter difference to the references in units of the randomisation spread.
+   Forward, because ``dp`` is exact: the slope is not attenuated as an inverse regression
+   (parameters on noisy features) would be, so the inversion extrapolates beyond the range;
+3. a window's parameters are its references' mean plus the ridge-regularised generalised
+   least-squares inversion of ``A`` applied to its ``d``. Where the data cannot tell
+   a parameter apart (its column of ``A`` is weak or collinear with another) the ridge
+   pulls the correction to zero and the cross-validated R^2 (``identifiability_``, the squared
+   correlation of held-out predictions with the truth) is low.
+
+Channels every sim value of which is positive and which span more than a decade are
+compared in log space, where multiplicative effects (slip, errors) become additive.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim2real.match.context import ContextTable
+from sim2real.match.grid import SignalGrid
+from sim2real.match.matcher import RolloutBank, RolloutMatcher, window_times
+
+__all__ = ["ParamSpace", "ParameterInference", "Windows"]
+
+_LOG_SPAN = 10.0
+_CLIP = 3.0
+
+
+@dataclass(frozen=True)
+class ParamSpace:
+    """The simulation parameters of the bank's rollouts.
+
+    Attributes:
+        names: parameter names without ``param.``.
+        low, high, nominal: ``(n_params,)`` the randomisation ranges.
+        values: ``(n_rollouts, n_params)`` each rollout's sample, bank row order.
+    """
+
+    names: tuple[str, ...]
+    low: np.ndarray
+    high: np.ndarray
+    nominal: np.ndarray
+    values: np.ndarray
+
+    @property
+    def spread(self) -> np.ndarray:
+        """``(n_params,)`` width of each range (1 where degenerate)."""
+        width = self.high - self.low
+        return np.where(width > 0, width, 1.0)
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Episodes to read, each at its own window end.
+
+    Attributes:
+        grid: where the episodes live; it must hold every bank channel.
+        rows: ``(n,)`` rows of ``grid``.
+        ends: ``(n,)`` window end (failure time), seconds from start.
+        tasks: ``(n,)`` task of each episode.
+        context: their ``ctx.*`` columns, in ``rows`` order.
+    """
+
+    grid: SignalGrid
+    rows: np.ndarray
+    ends: np.ndarray
+    tasks: np.ndarray
+    context: ContextTable
+
+
+class ParameterInference:
+    """Estimate simulation parameters from telemetry windows; fitted on sim rollouts.
+
+    Args:
+        n_references: sim rollouts of the same task and nearest context a window is
+            compared with.
+        n_points: samples per window.
+        n_segments: parts of the window averaged separately.
+        window_s: seconds before the window end.
+        ridge: prior precision of a parameter correction (spread units); keeps unidentifiable
+            parameters at their neighbours' value instead of guessing.
+        augment: windows per sim rollout, each ending at a random time.
+        n_folds: folds of the identifiability cross-validation.
+        seed: random end times and folds.
+    """
+
+    def __init__(self, n_references: int = 20, n_points: int = 32, n_segments: int = 4,
+                 window_s: float = 10.0, ridge: float = 1.0, augment: int = 2,
+                 n_folds: int = 5, seed: int = 0) -> None:
+        self.n_references = n_references
+        self.n_points = n_points
+        self.n_segments = n_segments
+        self.window_s = window_s
+        self.ridge = ridge
+        self.augment = augment
+        self.n_folds = n_folds
+        self.seed = seed
+
+    def fit(self, bank: RolloutBank, space: ParamSpace) -> ParameterInference:
+        """Learn how parameters move the telemetry, and how well each can be told apart.
+
+        Raises:
+            ValueError: ``space`` does not have one row per rollout of ``bank``.
+        """
+        n = bank.grid.values.shape[0]
+        if space.values.shape[0] != n:
+            msg = (f"ParameterInference.fit: {space.values.shape[0]} parameter rows for {n} "
+                   "rollouts; pass one row per bank rollout, in bank order")
+            raise ValueError(msg)
+        rng = np.random.default_rng(self.seed)
+        self.matcher_ = RolloutMatcher(self.n_references, self.n_points).fit(bank)
+        self.log_ = _log_channels(bank.grid.values)
+        self.space_ = space
+        rows = np.tile(np.arange(n), self.augment)
+        dur = bank.grid.durations[rows]
+        own = np.where(np.isfinite(bank.failure_time[rows]), bank.failure_time[rows], dur)
+        # The first copy of a failed rollout ends at its failure, like a real failure does.
+        random_end = dur * rng.uniform(0.3, 1.0, size=rows.size)
+        first = np.arange(rows.size) < n
+        ends = np.where(bank.failed[rows] & first, own, random_end)
+        windows = Windows(bank.grid, rows, ends, bank.tasks[rows], bank.context.take(rows))
+        d, base = self._deviations(windows, exclude_self=True)
+        dp = (space.values[rows] - base) / space.spread
+        keep = np.isfinite(dp).all(axis=1)
+        d, dp, base, rows = d[keep], dp[keep], base[keep], rows[keep]
+        self.coef_, self.noise_ = _forward(dp, d)
+        self.identifiability_ = self._cross_validate(d, dp, base, space.values[rows], rng)
+        gram = self._gram()
+        cov = np.linalg.inv(gram)
+        sd = np.sqrt(np.diag(cov))
+        self.correlation_ = cov / np.outer(sd, sd)
+        self.posterior_sd_ = sd * space.spread
+        return self
+
+    def deviations(self, windows: Windows) -> tuple[np.ndarray, np.ndarray]:
+        """``(n, n_features)`` whitened deviations from the neighbours, and ``(n, n_params)``
+        the neighbours' mean parameters."""
+        d, base = self._deviations(windows, exclude_self=False)
+        return d / self.noise_, base
+
+    def predict(self, windows: Windows) -> np.ndarray:
+        """``(n, n_params)`` the parameter values each window points to."""
+        d, base = self._deviations(windows, exclude_self=False)
+        return base + self.correct(d / self.noise_) * self.space_.spread
+
+    def correct(self, whitened: np.ndarray) -> np.ndarray:
+        """``(n, n_params)`` parameter corrections (spread units) for whitened deviations."""
+        a = self.coef_ / self.noise_[:, None]
+        return np.linalg.solve(self._gram(), a.T @ np.atleast_2d(whitened).T).T
+
+    def columns(self) -> np.ndarray:
+        """``(n_features, n_params)`` the whitened effect of one spread of each parameter."""
+        return self.coef_ / self.noise_[:, None]
+
+    def _gram(self) -> np.ndarray:
+        a = self.columns()
+        return a.T @ a + self.ridge * np.eye(a.shape[1])
+
+    def _deviations(self, w: Windows, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+        bank = self.matcher_.bank_
+        names = list(bank.grid.channels)
+        cols = np.array([w.grid.channels.index(c) for c in names], dtype=np.int64)
+        d = np.zeros((len(w.rows), self.n_segments * len(names)))
+        base = np.full((len(w.rows), len(self.space_.names)), np.nan)
+        rng = np.random.default_rng(self.seed + 1)
+        for i, row in enumerate(w.rows):
+            refs = self._references(w, i, int(row) if exclude_self else None, rng)
+            if refs.size == 0:
+                continue
+            end = float(w.ends[i])
+            length = min(self.window_s, end) if end > 0 else self.window_s
+            times = window_times(np.array([end]), length, self.n_points)
+            window = w.grid.at(np.array([row]), times)[0][:, cols]
+            ref_times = window_times(bank.end_times(refs, end), length, self.n_points)
+            theirs = np.nanmean(self._segments(bank.grid.at(refs, ref_times)), axis=0)
+            d[i] = np.nan_to_num(self._segments(window[None])[0] - theirs).ravel()
+            base[i] = np.nanmean(self.space_.values[refs], axis=0)
+        return d, base
+
+    def _references(self, w: Windows, i: int, exclude: int | None,
+                    rng: np.random.Generator) -> np.ndarray:
+        """The rollouts of the same task nearest in *context only* (random among ties).
+
+        Never near in telemetry: rollouts picked for looking alike would hide the very
+        parameter effects the forward model must learn (a selection bias that flattens its
+        slopes and makes the inversion overshoot beyond the range).
+        """
+        bank = self.matcher_.bank_
+        rows = np.flatnonzero(bank.tasks == w.tasks[i])
+        if exclude is not None:
+            rows = rows[rows != exclude]
+        if rows.size == 0:
+            return rows
+        dist = w.context.distance(i, bank.context.take(rows), self.matcher_.numeric_scale_)
+        order = np.lexsort((rng.random(rows.size), dist))
+        return rows[order[: self.n_references]]
+
+    def _segments(self, windows: np.ndarray) -> np.ndarray:
+        """``(k, n_segments, n_channels)`` segment means, scaled by the sim's spread."""
+        x = np.asarray(windows, dtype=float)
+        x = np.where(self.log_, np.log(np.maximum(x, 1e-12)), x)
+        parts = np.array_split(np.arange(x.shape[1]), self.n_segments)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means = np.stack([np.nanmean(x[:, p], axis=1) for p in parts], axis=1)
+        return means / self._scale()
+
+    def _scale(self) -> np.ndarray:
+        if not hasattr(self, "scale_"):
+            values = self.matcher_.bank_.grid.values
+            flat = values.reshape(-1, values.shape[-1]).astype(float)
+            flat = np.where(self.log_, np.log(np.maximum(flat, 1e-12)), flat)
+            scale = np.nanstd(flat, axis=0)
+            self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        return self.scale_
+
+    def _cross_validate(self, d: np.ndarray, dp: np.ndarray, base: np.ndarray,
+                        truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``(n_params,)`` cross-validated R^2 of the predicted parameter values on sim."""
+        folds = rng.permutation(len(d)) % self.n_folds
+        pred = np.zeros_like(truth)
+        spread = self.space_.spread
+        for k in range(self.n_folds):
+            test = folds == k
+            coef, noise = _forward(dp[~test], d[~test])
+            a = coef / noise[:, None]
+            gram = a.T @ a + self.ridge * np.eye(a.shape[1])
+            corr = np.linalg.solve(gram, a.T @ (d[test] / noise).T).T
+            pred[test] = base[test] + corr * spread
+        # Squared correlation, not 1 - SSE/SST: a weakly informed parameter's corrections
+        # are noisy, yet how much of its variation the telemetry carries is what counts.
+        out = np.zeros(truth.shape[1])
+        for j in range(truth.shape[1]):
+            ok = np.isfinite(pred[:, j]) & np.isfinite(truth[:, j])
+            if ok.sum() > 2 and np.std(pred[ok, j]) > 0 and np.std(truth[ok, j]) > 0:
+                r = float(np.corrcoef(pred[ok, j], truth[ok, j])[0, 1])
+                out[j] = max(r, 0.0) ** 2
+        return out
+
+
+def _forward(dp: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Robust least squares ``d ~ c + A @ dp``: ``A`` ``(n_features, n_params)``, noise sd.
+
+    Windows of different rollouts are never perfectly aligned in phase, so a few deviations
+    are huge; the noise is a median absolute deviation and deviations are winsorised at
+    :data:`_CLIP` noise units while fitting, so those few do not set the slopes.
+    """
+    design = np.column_stack([np.ones(len(dp)), dp])
+    coef, *_ = np.linalg.lstsq(design, d, rcond=None)
+    for _ in range(2):
+        resid = d - design @ coef
+        noise = 1.4826 * np.median(np.abs(resid - np.median(resid, axis=0)), axis=0)
+        floor = max(float(np.median(noise)) * 0.1, 1e-9)  # a constant feature must not rule
+        noise = np.maximum(noise, floor)
+        fitted = design @ coef
+        clipped = fitted + np.clip(d - fitted, -_CLIP * noise, _CLIP * noise)
+        coef, *_ = np.linalg.lstsq(design, clipped, rcond=None)
+    return coef[1:].T, noise
+
+
+def _log_channels(values: np.ndarray) -> np.ndarray:
+    """``(n_channels,)`` channels compared in log space: positive, spanning a decade."""
+    flat = values.reshape(-1, values.shape[-1]).astype(float)
+    out = np.zeros(flat.shape[1], dtype=bool)
+    for j in range(flat.shape[1]):
+        col = flat[:, j][np.isfinite(flat[:, j])]
+        if col.size and col.min() > 0:
+            lo, hi = np.percentile(col, [1, 99])
+            out[j] = hi / lo > _LOG_SPAN
+    return out
