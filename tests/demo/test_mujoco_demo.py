@@ -113,7 +113,8 @@ def test_loads_with_the_dataset_validator(small: DemoPaths) -> None:
     from sim2real.dataset import load_dataset
 
     dataset = load_dataset(small.dataset)
-    assert dataset is not None
+    assert dataset.deployments == tuple(f"w{i:02d}" for i in range(1, 9))
+    assert not dataset.warnings
 
 
 def test_answer_key_is_beside_the_dataset(small: DemoPaths) -> None:
@@ -165,7 +166,7 @@ def test_cache_is_reused(small: DemoPaths) -> None:
 
 
 def _digest(paths: DemoPaths) -> dict[str, bytes]:
-    files = sorted(paths.dataset.rglob("*.*")) + [paths.answer_key]
+    files = [*sorted(paths.dataset.rglob("*.*")), paths.answer_key]
     return {p.relative_to(paths.root).as_posix(): p.read_bytes() for p in files}
 
 

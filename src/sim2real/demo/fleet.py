@@ -98,13 +98,13 @@ class Cause:
 CAUSES: tuple[Cause, ...] = (
     # The site's lighting dims week after week, below the simulated light range.
     Cause("site_b_dim_lighting", "perception_drift", "light_level", ("r04", "r05"),
-          ("site_b",), {2: 0.6, 3: 0.54, 4: 0.49, 5: 0.45, 6: 0.41, 7: 0.38}),
+          ("site_b",), {2: 0.6, 3: 0.52, 4: 0.46, 5: 0.41, 6: 0.37, 7: 0.33}),
     # A bad batch of gripper pads on one robot: friction far below the simulated range.
     Cause("r08_worn_pads", "dynamics_mismatch", "friction", ("r08",), ("site_c",),
           {1: 0.3, 2: 0.2, 3: 0.16, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15}),
-    # A new product line: a tall thin bottle the training catalogue never had.
+    # A new product line from w03: a tall thin bottle the training catalogue never had.
     Cause("site_a_new_bottle", "task_scope_overflow", None, ("r01", "r02", "r03"),
-          ("site_a",), {3: 0.1, 4: 0.12, 5: 0.12, 6: 0.14, 7: 0.15}),
+          ("site_a",), {d: 0.12 for d in range(2, 8)}),
     # One robot kept a stale config until the update shipped with w07.
     Cause("r07_stale_config", "deployment_system_noise", None, ("r07",), ("site_c",),
           {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.0}, fixed_in=6),
