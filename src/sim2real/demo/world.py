@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import mujoco
 import numpy as np
@@ -40,7 +41,7 @@ PAD_BELOW_HEAD = 0.09  # pad centres hang this far below the head body
 BIN_CENTER = (0.36, 0.0)
 BIN_HALF = 0.085  # inner half-width of the bin
 
-Shape = str  # "box" | "cylinder" | "sphere"
+Shape = Literal["box", "cylinder", "sphere"]
 
 
 @dataclass(frozen=True)
