@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from sklearn.decomposition import PCA
 
 from sim2real._version import __version__
-from sim2real.attribute import ParamEstimate, infer_params, propose_actions
+from sim2real.attribute import ParamEstimate, infer_params, param_evidence, propose_actions
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -71,13 +71,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
     robots = _column(diagnosis.events, "robot_id")
     sites = _column(diagnosis.events, "site")
+    evidence = param_evidence(diagnosis)  # the parameter inference, fitted once
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
         label = label_cluster(diagnosis.signatures, rows, robots, sites)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
-        params = infer_params(diagnosis, rows)
+        params = infer_params(diagnosis, rows, evidence)
         actions = propose_actions(diagnosis, rows, label, params)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
