@@ -89,7 +89,7 @@ def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel)
     parts = [*values, *(f"robot {r}" for r in robots)]
     target = ", ".join(parts) if parts else "deployment infrastructure"
     channels = [c for c, fam, _ in label.top_channels if fam == "system"][:2]
-    where = f" seen in {channels and ', '.join(channels) or 'the system signals'}"
+    where = f" seen in {', '.join(channels) if channels else 'the system signals'}"
     detail = (f"Fix the infrastructure first{where}: {target}; affected deployments "
               f"{_span(deployments)}. Retraining cannot remove failures the stack causes.")
     share = float(covered.mean()) if covered.any() else (1.0 if system else 0.0)
