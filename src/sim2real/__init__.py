@@ -1,5 +1,25 @@
-"""sim2real: cluster real-robot failures by their sim-to-real drift signature."""
+"""sim2real: cluster real-robot failures by their sim-to-real drift signature.
+
+>>> import sim2real
+>>> report = sim2real.analyze("my-dataset", out="out")   # doctest: +SKIP
+>>> report                                              # renders in a notebook
+"""
 
 from sim2real._version import __version__
+from sim2real.api import analyze
+from sim2real.dataset import Dataset, load_dataset, write_dataset
+from sim2real.pipeline import AnalysisConfig
+from sim2real.report import Report, ReportModel, Validation, ValidationModel
 
-__all__ = ["__version__"]
+__all__ = [
+    "AnalysisConfig",
+    "Dataset",
+    "Report",
+    "ReportModel",
+    "Validation",
+    "ValidationModel",
+    "__version__",
+    "analyze",
+    "load_dataset",
+    "write_dataset",
+]

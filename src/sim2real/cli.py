@@ -6,11 +6,16 @@ Exit codes: 0 done; 2 bad input or usage (the message says what and where); 1 an
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sim2real._version import __version__
 from sim2real.errors import InputError, Sim2RealError
+
+if TYPE_CHECKING:
+    from sim2real.report.snapshot import Report
 
 
 class _Group(click.Group):
@@ -46,6 +51,74 @@ def main() -> None:
     """
 
 
+@main.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("sim2real-report"), show_default=True,
+              help="Folder for report.json, report.html and the plotted tables.")
+@click.option("--previous", type=click.Path(exists=True, path_type=Path),
+              help="An earlier report.json (or its folder): clusters found again keep their IDs.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of every random choice; same data and seed, same report.")
+@click.option("--neighbors", "n_neighbors", type=click.IntRange(1), default=5,
+              show_default=True, help="Sim rollouts matched to each real failure.")
+@click.option("--window", "window_s", type=click.FloatRange(0, min_open=True), default=10.0,
+              show_default=True, help="Seconds before each failure that are compared.")
+@click.option("--min-cluster-size", type=click.IntRange(2), default=None,
+              help="Smallest group called a cluster [default: 2% of failures, at least 5].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
+def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
+            window_s: float, min_cluster_size: int | None, quiet: bool) -> None:
+    """Cluster the real failures of DATASET and write a failure-cluster report.
+
+    Each real failure is matched to its nearest simulation rollouts of the same task (near
+    in context, initial state and the trajectory before the failure); its drift signature
+    says which channels differ and by how much, in units of sim's own variability (a drift
+    score of about 1 means "as far from sim as sim rollouts are from each other"). Failures
+    with similar signatures are clustered, each cluster is labelled perception_drift,
+    dynamics_mismatch, task_scope_overflow, deployment_system_noise or unexplained, and its
+    rate per deployment is tracked.
+
+    DATASET is a folder in the sim2real dataset format (episodes + signals, Parquet or CSV).
+    Writes OUT/report.json (the scriptable contract), OUT/report.html (open it in a
+    browser, works offline), OUT/signatures.parquet and OUT/traces.parquet.
+
+    \b
+    Examples:
+      sim2real analyze fleet/ -o out/
+      sim2real analyze fleet/ -o out-w09/ --previous out/report.json
+    """
+    from sim2real.api import analyze as run_analyze
+    from sim2real.pipeline import AnalysisConfig
+
+    config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
+                            min_cluster_size=min_cluster_size, seed=seed)
+    report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet)
+    if not quiet:
+        _print_summary(report, out)
+
+
+def _print_summary(report: Report, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    model = report.model
+    table = Table(title=f"{model.dataset.failures} real failures, "
+                        f"{len(model.clusters)} clusters", title_justify="left")
+    for column in ("cluster", "taxonomy", "conf.", "size", "growth/dep.", "top channels"):
+        table.add_column(column)
+    for c in model.clusters:
+        marker = " *" if c.cluster_id == model.fastest_growing else ""
+        table.add_row(c.cluster_id + marker, c.taxonomy, f"{c.confidence:.2f}", str(c.size),
+                      f"{c.trend.growth:+.2f}",
+                      ", ".join(t.channel for t in c.top_channels[:3]))
+    console = Console()
+    console.print(table)
+    if model.fastest_growing:
+        console.print(f"* fastest growing: {model.fastest_growing}")
+    console.print(f"report: {(out / 'report.html').resolve()}")
+
+
 # Commands live with the stage that owns them; this module only gathers them.
 from sim2real.ingest._cli import export, ingest, init_mapping  # noqa: E402
 
@@ -60,3 +133,5 @@ main.add_command(serve)
 from sim2real.demo._cli import demo  # noqa: E402
 
 main.add_command(demo)
+
+

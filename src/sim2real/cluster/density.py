@@ -11,7 +11,7 @@ __all__ = ["FailureClusterer", "signature_features"]
 
 
 def signature_features(
-    sig: Signatures, deadband: float = 2.5, max_norm: float = 2.0
+    sig: Signatures, deadband: float = 3.0, max_norm: float = 1.5
 ) -> np.ndarray:
     """``(n_events, n_features)`` the space failures are clustered in.
 
@@ -36,6 +36,11 @@ def signature_features(
 class FailureClusterer:
     """HDBSCAN over signature features; events in no dense region get label -1.
 
+    HDBSCAN calls the sparse rim of a cluster noise; an event is attached to a cluster when
+    it lies no farther from the cluster's nearest member than the cluster's own members lie
+    from each other (the largest nearest-neighbour distance inside it). The same rule
+    assigns new events in :meth:`predict`.
+
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
             number of events (2 %, at least 5).
@@ -51,31 +56,43 @@ class FailureClusterer:
         n = features.shape[0]
         size = self.min_cluster_size or max(5, round(0.02 * n))
         self.features_ = features
+        self.labels_ = np.full(n, -1)
+        self.reach_: dict[int, float] = {}
         if n < size:
-            self.labels_ = np.full(n, -1)
             return self
         model = HDBSCAN(min_cluster_size=size, min_samples=min(self.min_samples, n - 1),
                         copy=True)
-        self.labels_ = model.fit_predict(features)
+        dense = model.fit_predict(features)
+        self.reach_ = {c: _reach(features[dense == c]) for c in sorted(set(dense) - {-1})}
+        self.labels_ = np.where(dense >= 0, dense, self._attach(features, dense))
         return self
 
-    def predict(self, features: np.ndarray, max_distance: float | None = None) -> np.ndarray:
-        """Assign new events to the fitted clusters by their nearest clustered neighbour.
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """Assign new events ``(n, n_features)`` to the fitted clusters, -1 where none fits."""
+        return self._attach(features, self.labels_)
 
-        An event farther than ``max_distance`` from every clustered event (by default the
-        largest nearest-neighbour distance inside the clusters) gets -1.
-        """
-        clustered = self.labels_ >= 0
+    def _attach(self, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        clustered = labels >= 0
         if not clustered.any() or features.shape[0] == 0:
             return np.full(features.shape[0], -1)
         members = self.features_[clustered]
-        labels = self.labels_[clustered]
-        dist = np.linalg.norm(features[:, None, :] - members[None, :, :], axis=2)
-        nearest = dist.argmin(axis=1)
-        if max_distance is None:
-            inner = np.linalg.norm(members[:, None, :] - members[None, :, :], axis=2)
-            np.fill_diagonal(inner, np.inf)
-            max_distance = float(inner.min(axis=1).max())
-        out = labels[nearest]
-        out[dist[np.arange(len(nearest)), nearest] > max_distance] = -1
+        member_labels = labels[clustered]
+        out = np.full(features.shape[0], -1)
+        for start in range(0, features.shape[0], 1024):
+            block = features[start : start + 1024]
+            dist = np.linalg.norm(block[:, None, :] - members[None, :, :], axis=2)
+            nearest = dist.argmin(axis=1)
+            label = member_labels[nearest]
+            reach = np.array([self.reach_[c] for c in label])
+            fits = dist[np.arange(len(block)), nearest] <= reach
+            out[start : start + len(block)] = np.where(fits, label, -1)
         return out
+
+
+def _reach(members: np.ndarray) -> float:
+    """The largest distance from a member to its nearest fellow member."""
+    if len(members) < 2:
+        return 0.0
+    dist = np.linalg.norm(members[:, None, :] - members[None, :, :], axis=2)
+    np.fill_diagonal(dist, np.inf)
+    return float(dist.min(axis=1).max())

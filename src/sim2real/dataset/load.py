@@ -130,7 +130,9 @@ def _one_of(root: Path, *names: str) -> Path:
 def _read_table(file: Path) -> pa.Table:
     try:
         if file.suffix == ".csv":
-            return pacsv.read_csv(file)
+            # An empty CSV cell is a missing value, as in every spreadsheet.
+            options = pacsv.ConvertOptions(strings_can_be_null=True)
+            return pacsv.read_csv(file, convert_options=options)
         return pads.dataset(file, format="parquet").to_table()
     except (pa.ArrowInvalid, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err

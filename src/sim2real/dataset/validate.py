@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -100,13 +102,11 @@ def _normalise(table: pa.Table, file: str) -> pa.Table:
     return table
 
 
-def _cast(column: pa.ChunkedArray, target: pa.DataType, file: str, name: str) -> pa.ChunkedArray:
+def _cast(
+    column: pa.ChunkedArray, target: pa.DataType, file: str, name: str
+) -> pa.ChunkedArray | pa.Array:
     if pa.types.is_timestamp(target) and pa.types.is_string(column.type):
-        try:
-            return column.cast(target)
-        except pa.ArrowInvalid:
-            # A time without a zone offset is read as UTC, as the format says.
-            column = _cast(column, pa.timestamp("us"), file, name)
+        return _parse_times(column, file, name)
     if pa.types.is_timestamp(target) and pa.types.is_timestamp(column.type):
         if column.type.tz is None:
             return pc.assume_timezone(column, "UTC").cast(target)
@@ -121,6 +121,22 @@ def _cast(column: pa.ChunkedArray, target: pa.DataType, file: str, name: str) ->
                 msg = f"cannot read {value!r} as {target}"
                 raise DatasetError(msg, file=file, column=name, row=row) from err
         raise DatasetError(f"cannot read as {target}: {err}", file=file, column=name) from err
+
+
+def _parse_times(column: pa.ChunkedArray, file: str, name: str) -> pa.Array:
+    """ISO 8601 strings to UTC timestamps; a time without a zone offset is read as UTC."""
+    parsed: list[datetime | None] = []
+    for row, value in enumerate(column.to_pylist()):
+        if value is None:
+            parsed.append(None)
+            continue
+        try:
+            stamp = datetime.fromisoformat(value)
+        except ValueError as err:
+            msg = f"cannot read {value!r} as an ISO 8601 time"
+            raise DatasetError(msg, file=file, column=name, row=row) from err
+        parsed.append(stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC))
+    return pa.array(parsed, pa.timestamp("us", tz="UTC"))
 
 
 def _fail_first(mask: pa.ChunkedArray | pa.Array, message: str, file: str, column: str) -> None:

@@ -84,6 +84,8 @@ class Report:
             ReportError: the folder holds no readable report.
         """
         out = Path(out)
+        if out.suffix == ".json":
+            out = out.parent
         model = _read_model(out / REPORT_JSON, ReportModel)
         signatures = _read_table(out / SIGNATURES)
         traces = _read_table(out / TRACES)

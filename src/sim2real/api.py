@@ -1,0 +1,58 @@
+"""The Python API: the same jobs as the CLI, returning snapshots that render in notebooks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from sim2real._progress import Stages
+from sim2real.dataset import Dataset
+from sim2real.pipeline import AnalysisConfig, diagnose
+from sim2real.report.build import build_report
+from sim2real.report.model import ReportModel
+from sim2real.report.snapshot import Report
+
+__all__ = ["analyze"]
+
+
+def analyze(
+    dataset: str | Path | Dataset,
+    out: str | Path | None = None,
+    *,
+    previous: str | Path | ReportModel | None = None,
+    config: AnalysisConfig | None = None,
+    seed: int | None = None,
+    progress: bool = False,
+) -> Report:
+    """Cluster a dataset's real failures by drift signature and report what to fix.
+
+    Args:
+        dataset: a dataset folder (see the dataset format) or a loaded :class:`Dataset`.
+        out: when given, write ``report.json``, ``report.html`` and the plotted tables there.
+        previous: an earlier ``report.json`` (or its model) whose cluster IDs to keep.
+        config: analysis settings; defaults suit most fleets.
+        seed: overrides ``config.seed``; the same input and seed give the same report.
+        progress: show progress bars on stderr.
+
+    Returns:
+        The :class:`Report`; in a notebook it renders as the HTML report.
+
+    Raises:
+        DatasetError: the dataset breaks the format (nothing is written).
+        ReportError: ``previous`` cannot be read.
+    """
+    config = config or AnalysisConfig()
+    if seed is not None:
+        config = replace(config, seed=seed)
+    old = _previous(previous)
+    diagnosis = diagnose(dataset, config, stages=Stages(enabled=progress))
+    report = build_report(diagnosis, old)
+    if out is not None:
+        report.save(out)
+    return report
+
+
+def _previous(previous: str | Path | ReportModel | None) -> ReportModel | None:
+    if previous is None or isinstance(previous, ReportModel):
+        return previous
+    return Report.load(previous).model

@@ -1,0 +1,194 @@
+"""Every rule of the dataset format: good data loads, each violation names file/column/row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from sim2real.cli import main
+from sim2real.dataset import Channel, ParamRange, load_dataset, write_dataset
+from sim2real.errors import DatasetError
+
+
+def _episodes(**overrides: list[object]) -> pa.Table:
+    columns: dict[str, list[object]] = {
+        "episode_id": ["r1", "r2", "s1", "s2"],
+        "source": ["real", "real", "sim", "sim"],
+        "task": ["pick"] * 4,
+        "outcome": ["failure", "success", "success", None],
+        "failure_time": [0.15, None, None, None],
+        "deployment": ["w01", "w02", None, None],
+        "started_at": ["2026-01-05T08:00:00Z", "2026-01-12 08:00:00", None, None],
+        "ctx.object": ["box", "box", "box", "can"],
+        "param.friction": [None, None, 0.8, 0.9],
+    }
+    columns.update(overrides)
+    return pa.table(columns)
+
+
+def _signals(**overrides: list[object]) -> pa.Table:
+    columns: dict[str, list[object]] = {
+        "episode_id": ["r1", "r1", "r2", "r2", "s1", "s1", "s2", "s2"],
+        "t": [0.0, 0.2, 0.0, 0.2, 0.0, 0.25, 0.0, 0.25],
+        "grip_force": [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0],
+        "det_confidence": [0.9] * 8,
+    }
+    columns.update(overrides)
+    return pa.table(columns)
+
+
+def _write(tmp_path: Path, episodes: pa.Table | None = None, signals: pa.Table | None = None,
+           channels: list[Channel] | None = None) -> Path:
+    return write_dataset(tmp_path / "ds", _episodes() if episodes is None else episodes,
+                         _signals() if signals is None else signals,
+                         channels=channels or [Channel("grip_force", "dynamics", "N")],
+                         params=[ParamRange("friction", 0.5, 1.2, 0.85)])
+
+
+def test_valid_dataset_loads_with_types_and_order(tmp_path: Path) -> None:
+    ds = load_dataset(_write(tmp_path))
+    assert ds.deployments == ("w01", "w02")
+    assert ds.episodes["started_at"].type == pa.timestamp("us", tz="UTC")
+    assert ds.channels["grip_force"].family == "dynamics"
+    assert ds.channels["det_confidence"].family == "perception"
+    assert ds.channels["det_confidence"].inferred
+    assert any("det_confidence->perception" in w for w in ds.warnings)
+    assert ds.params["friction"] == ParamRange("friction", 0.5, 1.2, 0.85)
+    window = ds.read_signals(["r2"], columns=["grip_force"])
+    assert window.column_names == ["episode_id", "t", "grip_force"]
+    assert window["grip_force"].to_pylist() == [1.0, 2.0]
+
+
+def test_csv_dataset_and_single_signals_file(tmp_path: Path) -> None:
+    root = tmp_path / "csv"
+    root.mkdir()
+    pacsv.write_csv(_episodes(), root / "episodes.csv")
+    pacsv.write_csv(_signals(), root / "signals.csv")
+    ds = load_dataset(root)
+    assert ds.episodes.num_rows == 4
+    assert set(ds.read_signals(["s1"])["episode_id"].to_pylist()) == {"s1"}
+    pq.write_table(_signals(), root / "signals.parquet")
+    (root / "signals.csv").unlink()
+    assert load_dataset(root).signal_files[0].name == "signals.parquet"
+
+
+def test_ranges_derived_from_sim_rows_without_params_csv(tmp_path: Path) -> None:
+    root = _write(tmp_path)
+    (root / "params.csv").unlink()
+    ds = load_dataset(root)
+    assert (ds.params["friction"].low, ds.params["friction"].high) == (0.8, 0.9)
+    assert any("parameter ranges taken from the sim rows" in w for w in ds.warnings)
+
+
+Breaker = Callable[[Path], None]
+
+
+def _rewrite_episodes(**overrides: list[object]) -> Breaker:
+    def breaker(root: Path) -> None:
+        pq.write_table(_episodes(**overrides), root / "episodes.parquet")
+    return breaker
+
+
+def _rewrite_signals(**overrides: list[object]) -> Breaker:
+    def breaker(root: Path) -> None:
+        for part in (root / "signals").glob("*.parquet"):
+            part.unlink()
+        pq.write_table(_signals(**overrides), root / "signals" / "part-00000.parquet")
+    return breaker
+
+
+def _rewrite_text(name: str, text: str) -> Breaker:
+    def breaker(root: Path) -> None:
+        (root / name).write_text(text)
+    return breaker
+
+
+def _drop_episode_column(column: str) -> Breaker:
+    def breaker(root: Path) -> None:
+        pq.write_table(_episodes().drop_columns([column]), root / "episodes.parquet")
+    return breaker
+
+
+BAD_INPUTS: dict[str, tuple[Breaker, str, str | None, int | None]] = {
+    "duplicate episode_id": (_rewrite_episodes(episode_id=["r1", "r2", "s1", "r1"]),
+                             "episode_id", "duplicate", 3),
+    "unknown source": (_rewrite_episodes(source=["real", "real", "simulation", "sim"]),
+                       "source", "unknown value 'simulation'", 2),
+    "missing task column": (_drop_episode_column("task"), "task", "missing", None),
+    "empty task": (_rewrite_episodes(task=["pick", None, "pick", "pick"]), "task", "empty", 1),
+    "real without outcome": (_rewrite_episodes(outcome=[None, "success", None, None]),
+                             "outcome", "required for real", 0),
+    "unknown outcome": (_rewrite_episodes(outcome=["failure", "ok", None, None]), "outcome",
+                        "unknown value 'ok'", 1),
+    "failure with no deployment": (_rewrite_episodes(deployment=[None, "w02", None, None]),
+                                   "deployment", "required for real", 0),
+    "real without started_at": (_rewrite_episodes(started_at=["2026-01-05T08:00:00Z", None,
+                                                              None, None]),
+                                "started_at", "required for real", 1),
+    "unparseable started_at": (_rewrite_episodes(started_at=["yesterday", "2026-01-05", None,
+                                                             None]),
+                               "started_at", "cannot read 'yesterday'", 0),
+    "negative failure_time": (_rewrite_episodes(failure_time=[-1.0, None, None, None]),
+                              "failure_time", ">= 0", 0),
+    "param on a real row": (_rewrite_episodes(**{"param.friction": [0.7, None, 0.8, 0.9]}),
+                            "param.friction", "null on real rows", 0),
+    "t not increasing": (_rewrite_signals(t=[0.0, 0.2, 0.0, 0.2, 0.0, 0.25, 0.3, 0.3]), "t",
+                         "strictly increasing", 7),
+    "unknown episode in signals": (_rewrite_signals(episode_id=["r1", "r1", "r2", "r2", "s1",
+                                                                "s1", "s9", "s9"]),
+                                   "episode_id", "no such episode", 6),
+    "non-numeric channel": (_rewrite_signals(grip_force=["a"] * 8), "grip_force", "numeric",
+                            None),
+    "unknown family": (_rewrite_text("channels.csv", "channel,family,unit\ngrip_force,"
+                                     "haptics,N\n"), "family", "unknown family 'haptics'", 0),
+    "range with nominal outside": (_rewrite_text("params.csv", "param,low,high,nominal\n"
+                                                 "friction,0.5,1.2,2.0\n"), "param",
+                                   "low <= nominal <= high", 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_each_rule_names_file_column_and_row(tmp_path: Path, case: str) -> None:
+    breaker, column, message, row = BAD_INPUTS[case]
+    root = _write(tmp_path)
+    breaker(root)
+    with pytest.raises(DatasetError) as info:
+        load_dataset(root)
+    err = info.value
+    assert err.column == column
+    assert message in str(err)
+    assert err.row == row
+    assert err.file is not None and str(root) in err.file
+
+
+def test_missing_episodes_file(tmp_path: Path) -> None:
+    root = _write(tmp_path)
+    (root / "episodes.parquet").unlink()
+    with pytest.raises(DatasetError, match=r"episodes\.parquet, episodes\.csv"):
+        load_dataset(root)
+
+
+def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    root = _write(tmp_path)
+    _rewrite_episodes(episode_id=["r1", "r2", "s1", "r1"])(root)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["analyze", str(root), "-o", str(out), "--quiet"])
+    assert result.exit_code == 2
+    assert "column 'episode_id', row 3" in result.output
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_append_rejects_existing_ids_and_keeps_dataset(tmp_path: Path) -> None:
+    root = _write(tmp_path)
+    before = sorted(p.name for p in (root / "signals").iterdir())
+    with pytest.raises(DatasetError, match="already in the dataset"):
+        write_dataset(root, _episodes(), _signals(), append=True)
+    assert sorted(p.name for p in (root / "signals").iterdir()) == before
+    assert load_dataset(root).episodes.num_rows == 4
