@@ -134,4 +134,6 @@ from sim2real.demo._cli import demo  # noqa: E402
 
 main.add_command(demo)
 
+from sim2real.validate._cli import validate  # noqa: E402
 
+main.add_command(validate)

@@ -1,0 +1,55 @@
+"""``sim2real validate``: did the fix shipped between two sets of deployments work?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sim2real._progress import Stages
+from sim2real.validate.compare import validate as run_validate
+
+__all__ = ["validate"]
+
+
+def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise click.BadParameter("give one or more deployment names, comma-separated")
+    return names
+
+
+@click.command("validate")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--baseline", required=True, callback=_deployments,
+              help="Deployments before the fix, comma-separated (e.g. w05,w06).")
+@click.option("--candidate", required=True, callback=_deployments,
+              help="Deployments after the fix, comma-separated (e.g. w07).")
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for validation.json and validation.html.")
+@click.option("--quiet", is_flag=True, help="No progress display and no summary.")
+def validate(dataset: Path, baseline: list[str], candidate: list[str], out: Path,
+             quiet: bool) -> None:
+    """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
+
+    Clusters are learnt on the baseline deployments of DATASET; the candidate
+    deployments' failures are assigned to them with the same yardstick, and failures
+    that fit none and recur form new clusters. For each cluster the rate (failures per
+    real episode, so exposure is accounted for) is compared: rate ratio candidate /
+    baseline with an exact 95% interval, an exact conditional Poisson test, and a verdict
+    (shrank, grew, unchanged, new, gone) after adjusting for the number of clusters. A
+    cluster too small to tell gets "unchanged" and a note with the candidate exposure a
+    power calculation says would be needed.
+
+    \b
+    Example:
+      sim2real validate data/ --baseline w05,w06 --candidate w07 -o runs/fix-check
+    """
+    stages = Stages(enabled=not quiet)
+    result = run_validate(dataset, baseline, candidate, out=out, stages=stages)
+    if not quiet:
+        for c in result.model.clusters:
+            ratio = "-" if c.rate_ratio is None else f"x{c.rate_ratio:.2f}"
+            click.echo(f"{c.cluster_id:>5} {c.taxonomy:<24} {c.baseline.failures:>4} -> "
+                       f"{c.candidate.failures:<4} {ratio:>7}  {c.verdict}")
+        click.echo(f"wrote {out / 'validation.json'} and {out / 'validation.html'}")

@@ -1,0 +1,235 @@
+"""Did the fix work? Baseline clusters' failure rates before and after, exposure-normalised.
+
+1. ``diagnose`` the baseline deployments: their clusters, IDs as ``analyze`` gives them;
+2. score the candidate deployments' failures with the *same* fitted yardstick and assign
+   them to the baseline clusters (:meth:`FailureClusterer.predict`). Baseline failures are
+   counted by the same rule, so both sides are assigned alike;
+3. failures that fit no cluster, on both sides, are clustered together; a group whose
+   candidate rate is significantly above its baseline rate is reported as ``new``;
+4. per cluster, the rate ratio candidate / baseline (failures per real episode):
+   exact conditional test (``statsmodels.stats.rates.test_poisson_2indep``,
+   ``method="exact-cond"``), two-sided p-value = twice the smaller one-sided p-value
+   (the central convention, dual to the interval), and its 95 % interval: the
+   Clopper-Pearson interval of the candidate's share of the cluster's failures mapped to a
+   rate ratio. Verdicts use Benjamini-Hochberg-adjusted p-values over the clusters
+   (``alpha = 0.05``; where nothing changed this bounds the chance of any false verdict
+   by 5 %) so that one of many clusters does not move by chance:
+   ``shrank`` / ``grew`` (significant), ``gone`` (significant, no candidate failure left),
+   ``unchanged`` (not significant), ``new`` (step 3).
+5. power: the candidate exposure that would detect a halving of the baseline rate with
+   80 % power (``power_poisson_ratio_2indep``); where unreachable with this baseline, said.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+from statsmodels.stats.rates import power_poisson_ratio_2indep, test_poisson_2indep
+
+from sim2real._progress import Stages
+from sim2real.cluster.density import FailureClusterer, signature_features
+from sim2real.cluster.identity import assign_ids
+from sim2real.cluster.taxonomy import label_cluster
+from sim2real.dataset import Dataset, load_dataset
+from sim2real.errors import UsageError
+from sim2real.pipeline import AnalysisConfig, Diagnosis, diagnose, real_episodes, score_failures
+from sim2real.report.build import find_clusters
+from sim2real.report.model import RateSummary, ValidationCluster, ValidationModel
+from sim2real.report.snapshot import Validation
+
+__all__ = ["ALPHA", "rate_comparison", "validate"]
+
+ALPHA = 0.05
+_POWER = 0.8
+_EFFECT = 0.5  # the change the power calculation asks about: a halving of the rate
+_MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
+
+
+def validate(
+    dataset: str | Path | Dataset,
+    baseline: Sequence[str],
+    candidate: Sequence[str],
+    *,
+    config: AnalysisConfig | None = None,
+    out: str | Path | None = None,
+    stages: Stages | None = None,
+) -> Validation:
+    """Compare each baseline cluster's failure rate in the candidate deployments.
+
+    Args:
+        dataset: a dataset folder or a loaded :class:`Dataset`.
+        baseline: deployments before the fix (clusters are learnt on them).
+        candidate: deployments after it.
+        config: analysis settings (``AnalysisConfig()`` when omitted).
+        out: when given, ``validation.json`` and ``validation.html`` are written there.
+        stages: progress display.
+
+    Raises:
+        UsageError: empty or overlapping deployment lists, or unknown deployments.
+        AnalysisError: no sim rollouts or no baseline failures.
+    """
+    if not baseline or not candidate:
+        raise UsageError("validate needs at least one baseline and one candidate deployment")
+    overlap = sorted(set(baseline) & set(candidate))
+    if overlap:
+        msg = f"deployment(s) {', '.join(overlap)} are in both --baseline and --candidate"
+        raise UsageError(msg)
+    config = config or AnalysisConfig()
+    stages = stages or Stages(enabled=False)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    cand_real = real_episodes(ds, candidate)
+    diagnosis = diagnose(ds, config, deployments=baseline, stages=stages)
+    base_n = real_episodes(ds, baseline).num_rows
+    cand_n = cand_real.num_rows
+    findings = find_clusters(diagnosis)
+    ids = assign_ids(diagnosis, findings, None)
+    failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
+    base_labels = diagnosis.clusterer.predict(diagnosis.features)
+    if failures.num_rows:
+        sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
+        cand_features = signature_features(sig)
+        cand_labels = diagnosis.clusterer.predict(cand_features)
+    else:
+        cand_features, cand_labels = np.zeros((0, diagnosis.features.shape[1])), np.zeros(0, int)
+    tests = []
+    for f, identity in zip(findings, ids, strict=True):
+        b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
+        tests.append((identity.cluster_id, f.label.taxonomy, b, c, False))
+    next_k = len(findings) + 1
+    for taxonomy, b, c in _new_groups(diagnosis, base_labels, cand_features, cand_labels,
+                                      config):
+        tests.append((f"C{next_k}", taxonomy, b, c, True))
+        next_k += 1
+    clusters = _verdicts(tests, base_n, cand_n)
+    model = ValidationModel(baseline=list(baseline), candidate=list(candidate),
+                            clusters=clusters)
+    result = Validation(model)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _new_groups(diagnosis: Diagnosis, base_labels: np.ndarray, cand_features: np.ndarray,
+                cand_labels: np.ndarray, config: AnalysisConfig) -> list[tuple[str, int, int]]:
+    """Dense groups among the failures no baseline cluster takes, from both sides."""
+    base_left = np.flatnonzero(base_labels < 0)
+    cand_left = np.flatnonzero(cand_labels < 0)
+    if cand_left.size == 0:
+        return []
+    pooled = np.vstack([diagnosis.features[base_left], cand_features[cand_left]])
+    size = config.min_cluster_size or max(5, round(0.02 * len(diagnosis.labels)))
+    labels = FailureClusterer(size).fit(pooled).labels_
+    is_cand = np.arange(len(pooled)) >= base_left.size
+    groups = []
+    sig = diagnosis.signatures
+    for g in sorted(set(labels.tolist()) - {-1}):
+        members = labels == g
+        b, c = int((members & ~is_cand).sum()), int((members & is_cand).sum())
+        rows = base_left[members[: base_left.size]]
+        taxonomy = "unexplained"
+        if rows.size:
+            robots = np.full(len(sig.episode_ids), None, dtype=object)
+            taxonomy = label_cluster(sig, rows, robots, robots).taxonomy
+        groups.append((taxonomy, b, c))
+    return groups
+
+
+def rate_comparison(b: int, e_b: float, c: int, e_c: float) -> tuple[
+        float | None, float | None, float | None, float]:
+    """Rate ratio candidate/baseline, its exact 95 % interval, and the two-sided p-value."""
+    if b + c == 0:
+        return None, None, None, 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        larger = test_poisson_2indep(c, e_c, b, e_b, method="exact-cond",
+                                     alternative="larger").pvalue
+        smaller = test_poisson_2indep(c, e_c, b, e_b, method="exact-cond",
+                                      alternative="smaller").pvalue
+    p = float(min(1.0, 2 * min(larger, smaller)))
+    lo, hi = proportion_confint(c, b + c, alpha=0.05, method="beta")
+    odds = e_b / e_c  # share pi of candidate failures -> ratio = pi/(1-pi) * e_b/e_c
+    ratio = (c / e_c) / (b / e_b) if b > 0 else None
+    ci_low = float(lo / (1 - lo) * odds) if lo < 1 else None
+    ci_high = float(hi / (1 - hi) * odds) if hi < 1 else None
+    return ratio, ci_low, ci_high, p
+
+
+def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
+              e_c: int) -> list[ValidationCluster]:
+    raw = [rate_comparison(b, e_b, c, e_c) for _, _, b, c, _ in tests]
+    pvals = [r[3] for r in raw]
+    adjusted = multipletests(pvals, method="fdr_bh")[1] if pvals else []
+    out = []
+    for (cid, taxonomy, b, c, fresh), (ratio, lo, hi, p), p_adj in zip(tests, raw, adjusted,
+                                                                        strict=True):
+        significant = p_adj < ALPHA
+        up = c / e_c > b / e_b
+        if fresh and not (significant and up):
+            continue  # a group of leftovers that did not grow is no finding
+        if fresh:
+            verdict = "new"
+        elif not significant:
+            verdict = "unchanged"
+        elif up:
+            verdict = "grew"
+        else:
+            verdict = "gone" if c == 0 else "shrank"
+        needed = _exposure_needed(b, e_b)
+        # Extension fields (see the module docstring) ride along through the model's
+        # ``extra="allow"``: p_adjusted, exposure_needed, more_exposure_needed, note.
+        out.append(ValidationCluster.model_validate({
+            "cluster_id": cid, "taxonomy": taxonomy,
+            "baseline": RateSummary(episodes=e_b, failures=b, rate=round(b / e_b, 6)),
+            "candidate": RateSummary(episodes=e_c, failures=c, rate=round(c / e_c, 6)),
+            "rate_ratio": _r(ratio), "ci_low": _r(lo), "ci_high": _r(hi),
+            "p_value": round(p, 6), "verdict": verdict, "p_adjusted": round(float(p_adj), 6),
+            "exposure_needed": needed,
+            "more_exposure_needed": None if needed is None else max(0, needed - e_c),
+            "note": _note(verdict, b, needed, e_c)}))
+    return out
+
+
+def _exposure_needed(b: int, e_b: int) -> int | None:
+    """Candidate episodes that detect a halving of the baseline rate with 80 % power."""
+    if b == 0:
+        return None
+    rate = b / e_b
+
+    def power(n_c: float) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = power_poisson_ratio_2indep(rate * _EFFECT, rate, n_c, nobs_ratio=e_b / n_c,
+                                             value=1, alpha=ALPHA, alternative="two-sided",
+                                             return_results=False)
+        return float(res)
+
+    high = float(e_b) * _MAX_FACTOR
+    if power(high) < _POWER:
+        return None
+    low = 1.0
+    while high - low > 1:
+        mid = (low + high) / 2
+        low, high = (mid, high) if power(mid) < _POWER else (low, mid)
+    return int(np.ceil(high))
+
+
+def _note(verdict: str, b: int, needed: int | None, e_c: int) -> str:
+    if verdict != "unchanged":
+        return f"significant after adjusting for clusters compared (alpha {ALPHA})"
+    if needed is None:
+        return (f"only {b} baseline failures: no candidate exposure can show a halving with "
+                f"80% power; collect more baseline episodes")
+    if verdict == "unchanged" and needed > e_c:
+        return (f"not enough exposure to tell: about {needed - e_c} more candidate episodes "
+                f"({needed} in all) would detect a halving of the rate with 80% power")
+    return f"{needed} candidate episodes detect a halving of the rate with 80% power"
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)
