@@ -46,7 +46,7 @@ class Size:
 SIZES = {
     "tiny": Size(24, 1),
     "small": Size(280, 9),
-    "default": Size(1400, 36),
+    "default": Size(1200, 30),
     "large": Size(6000, 150),
 }
 
