@@ -27,7 +27,7 @@ __all__ = ["ParamEstimate", "ParamEvidence", "infer_params", "param_evidence"]
 
 # A parameter whose value sim rollouts' telemetry predicts with R^2 below this is reported
 # as not identifiable: its estimate is the neighbours' value, not a finding.
-IDENTIFIABLE = 0.3
+IDENTIFIABLE = 0.2
 _Z_EDGE = 1.645  # one-sided 95 %: the estimate lies beyond an edge of the range
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off

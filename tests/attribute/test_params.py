@@ -1,0 +1,93 @@
+"""Parameter attribution and actions on worlds whose causes are known."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from sim2real.attribute import ParameterInference, param_evidence
+from sim2real.attribute.params import _space
+
+
+def dominant_cause(diagnosis, rows: np.ndarray, key: dict) -> tuple[str, float]:
+    """The cause most of a cluster's events have, and its share (answer key: tests only)."""
+    causes = Counter(key["events"].get(diagnosis.signatures.episode_ids[i]) for i in rows)
+    name, count = causes.most_common(1)[0]
+    return str(name), count / len(rows)
+
+
+def _by_cause(world: tuple) -> dict[str, list]:
+    diagnosis, findings, key = world
+    out: dict[str, list] = {}
+    for f in findings:
+        cause, share = dominant_cause(diagnosis, f.rows, key)
+        if share >= 0.8:
+            out.setdefault(cause, []).append(f)
+    return out
+
+
+def _causes(key: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in key["causes"]}
+
+
+def test_top_parameter_and_outside_range_per_parameter_cause(standard, renamed) -> None:
+    for world in (standard, renamed):
+        causes = _causes(world[2])
+        for name, findings in _by_cause(world).items():
+            cause = causes.get(name)
+            if not cause or not cause["key_param"]:
+                continue
+            for f in findings:
+                top = f.params[0]
+                assert top.param == cause["key_param"], (name, [p.param for p in f.params])
+                assert top.outside_range, (name, top)
+                lo, hi = top.sim_low, top.sim_high
+                true = cause["true_value"]
+                assert (top.estimate < lo) == (true < lo) and (top.estimate > hi) == (true > hi)
+                others = [p for p in f.params[1:] if p.outside_range]
+                assert not others, (name, others)
+
+
+def test_same_family_causes_are_two_clusters_with_different_top_params(renamed) -> None:
+    found = _by_cause(renamed)
+    heavy, worn = found["heavy_payloads"], found["worn_pads"]
+    assert heavy and worn
+    assert {f.index for f in heavy}.isdisjoint({f.index for f in worn})
+    assert heavy[0].params[0].param != worn[0].params[0].param
+
+
+def test_action_kinds(standard, renamed) -> None:
+    for world in (standard, renamed):
+        causes = _causes(world[2])
+        for name, findings in _by_cause(world).items():
+            if name not in causes:
+                continue
+            taxonomy = causes[name]["taxonomy"]
+            for f in findings:
+                kinds = [a.kind for a in f.actions]
+                assert all(0 <= a.expected_reduction <= 1 and a.evidence for a in f.actions)
+                if taxonomy == "deployment_system_noise":
+                    assert kinds[0] == "fix_infrastructure", (name, kinds)
+                elif taxonomy == "task_scope_overflow":
+                    assert kinds[0] == "add_training_scenarios", (name, kinds)
+                elif causes[name]["key_param"]:
+                    assert "widen_randomization" in kinds, (name, kinds)
+
+
+def test_inference_follows_the_estimator_contract(standard) -> None:
+    diagnosis = standard[0]
+    space = _space(diagnosis)
+    assert space is not None
+    est = ParameterInference(seed=3)
+    fitted = est.fit(diagnosis.matcher.bank_, space)
+    assert fitted is est
+    assert est.identifiability_.shape == (len(space.names),)
+    assert np.all((est.identifiability_ >= 0) & (est.identifiability_ <= 1))
+
+
+def test_evidence_is_deterministic(standard) -> None:
+    diagnosis = standard[0]
+    a, b = param_evidence(diagnosis), param_evidence(diagnosis)
+    assert a is not None and b is not None
+    np.testing.assert_array_equal(a.events, b.events)
