@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim2real._progress import Stages
 from sim2real.dataset import Dataset
@@ -11,6 +12,9 @@ from sim2real.pipeline import AnalysisConfig, diagnose
 from sim2real.report.build import build_report
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report
+
+if TYPE_CHECKING:
+    from sim2real.engine import Executor
 
 __all__ = ["analyze"]
 
@@ -23,6 +27,8 @@ def analyze(
     config: AnalysisConfig | None = None,
     seed: int | None = None,
     progress: bool = False,
+    engine: str | Executor = "local",
+    address: str | None = None,
 ) -> Report:
     """Cluster a dataset's real failures by drift signature and report what to fix.
 
@@ -33,6 +39,10 @@ def analyze(
         config: analysis settings; defaults suit most fleets.
         seed: overrides ``config.seed``; the same input and seed give the same report.
         progress: show progress bars on stderr.
+        engine: ``local`` (worker processes on this machine), ``ray`` (Ray tasks; needs
+            ``pip install 'sim2real[ray]'``) or an :class:`~sim2real.engine.Executor`. The
+            report is the same whichever runs it.
+        address: the Ray cluster to join (``auto``, ``ray://head:10001``); ``ray`` only.
 
     Returns:
         The :class:`Report`; in a notebook it renders as the HTML report.
@@ -40,12 +50,16 @@ def analyze(
     Raises:
         DatasetError: the dataset breaks the format (nothing is written).
         ReportError: ``previous`` cannot be read.
+        InputError: ``engine="ray"`` without Ray installed.
     """
+    from sim2real.engine import make_executor
+
     config = config or AnalysisConfig()
     if seed is not None:
         config = replace(config, seed=seed)
     old = _previous(previous)
-    diagnosis = diagnose(dataset, config, stages=Stages(enabled=progress))
+    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
+    diagnosis = diagnose(dataset, config, stages=Stages(enabled=progress), executor=executor)
     report = build_report(diagnosis, old)
     if out is not None:
         report.save(out)

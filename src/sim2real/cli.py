@@ -66,9 +66,16 @@ def main() -> None:
               show_default=True, help="Seconds before each failure that are compared.")
 @click.option("--min-cluster-size", type=click.IntRange(2), default=None,
               help="Smallest group called a cluster [default: 2% of failures, at least 5].")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where the heavy stages run: processes here, or Ray tasks "
+                   "(pip install 'sim2real[ray]').")
+@click.option("--address", default=None,
+              help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
-            window_s: float, min_cluster_size: int | None, quiet: bool) -> None:
+            window_s: float, min_cluster_size: int | None, engine: str, address: str | None,
+            quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -87,13 +94,15 @@ def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighb
     Examples:
       sim2real analyze fleet/ -o out/
       sim2real analyze fleet/ -o out-w09/ --previous out/report.json
+      sim2real analyze fleet/ -o out/ --engine ray --address auto
     """
     from sim2real.api import analyze as run_analyze
     from sim2real.pipeline import AnalysisConfig
 
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
                             min_cluster_size=min_cluster_size, seed=seed)
-    report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet)
+    report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
+                         engine=engine, address=address)
     if not quiet:
         _print_summary(report, out)
 

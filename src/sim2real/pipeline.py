@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim2real._progress import Stages
-from sim2real.cluster.density import FailureClusterer, signature_features
+from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
@@ -20,6 +21,9 @@ from sim2real.errors import AnalysisError, UsageError
 from sim2real.match.context import ContextTable, context_table
 from sim2real.match.grid import SignalGrid, build_grid, grid_step
 from sim2real.match.matcher import RolloutBank, RolloutMatcher
+
+if TYPE_CHECKING:
+    from sim2real.engine import Executor
 
 __all__ = [
     "AnalysisConfig",
@@ -95,7 +99,7 @@ class Diagnosis:
         yardstick: the fitted reference every failure was measured against.
         events: the real failure episodes, in signature row order.
         signatures: their drift signatures.
-        features: ``(n_events, n_features)`` the clustering space.
+        features: the clustering space of the events.
         labels: ``(n_events,)`` cluster index per event, -1 for none.
         clusterer: fitted, to assign further events.
         real_grid: the events on the shared time grid.
@@ -106,7 +110,7 @@ class Diagnosis:
     yardstick: Yardstick
     events: pa.Table
     signatures: Signatures
-    features: np.ndarray
+    features: FeatureSpace
     labels: np.ndarray
     clusterer: FailureClusterer
     real_grid: SignalGrid
@@ -132,6 +136,7 @@ def diagnose(
     *,
     deployments: Sequence[str] | None = None,
     stages: Stages | None = None,
+    executor: Executor | None = None,
 ) -> Diagnosis:
     """Load, match, score and cluster every real failure of a dataset.
 
@@ -140,6 +145,8 @@ def diagnose(
         config: analysis settings.
         deployments: analyse only the real episodes of these deployments.
         stages: progress display.
+        executor: where the heavy stages run (signal shards, chunks of matches); ``None``
+            runs them in this process. The result does not depend on it.
 
     Raises:
         DatasetError: the dataset breaks the format.
@@ -148,11 +155,11 @@ def diagnose(
     stages = stages or Stages(enabled=False)
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     real = real_episodes(ds, deployments)
-    yardstick = fit_yardstick(ds, real, config, stages)
+    yardstick = fit_yardstick(ds, real, config, stages, executor)
     failures = real.filter(pc.equal(real["outcome"], "failure"))
     if failures.num_rows == 0:
         raise AnalysisError(f"{ds.root}: no real failures to analyse")
-    sig, grid, ends = score_failures(yardstick, failures, config, stages)
+    sig, grid, ends = score_failures(yardstick, failures, config, stages, executor)
     with stages.stage("cluster signatures", 1):
         features = signature_features(sig)
         clusterer = FailureClusterer(config.min_cluster_size).fit(features)
@@ -179,7 +186,8 @@ def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.T
 
 
 def fit_yardstick(
-    ds: Dataset, real: pa.Table, config: AnalysisConfig, stages: Stages
+    ds: Dataset, real: pa.Table, config: AnalysisConfig, stages: Stages,
+    executor: Executor | None = None,
 ) -> Yardstick:
     """Resample the sim rollouts, fit the matcher and calibrate the scores.
 
@@ -188,6 +196,7 @@ def fit_yardstick(
         real: the real episodes whose successes serve as reference.
         config: analysis settings.
         stages: progress display.
+        executor: runs signal shards and chunks of null comparisons; ``None``: here.
 
     Raises:
         AnalysisError: the dataset has no sim rollouts.
@@ -204,7 +213,7 @@ def fit_yardstick(
         sim_ids = sim["episode_id"].to_pylist()
         dt = grid_step(ds, sim_ids[:200] + failures["episode_id"].to_pylist()[:200])
         durations = _durations(ds)
-        sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids))
+        sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids), executor)
     in_sim = np.isfinite(sim_full.values).any(axis=(0, 1))
     sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
     ref_channels = [c for c, ok in zip(channels, in_sim, strict=True) if not ok]
@@ -219,20 +228,24 @@ def fit_yardstick(
     if ref_channels:
         kept = _sample_per_task(successes, config.reference_successes, rng)
         ids = kept["episode_id"].to_pylist()
-        reference = Reference(build_grid(ds, ids, ref_channels, dt, _t_max(durations, ids)),
-                              _strings(kept, "task"))
+        reference = Reference(build_grid(ds, ids, ref_channels, dt, _t_max(durations, ids),
+                                         executor), _strings(kept, "task"))
     ordered = sim_channels + ref_channels
     families = tuple(ds.channels[c].family for c in ordered)
     with stages.stage("calibrate on sim vs sim", 1):
-        scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng)
+        scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng,
+                            executor)
     return Yardstick(ds, matcher, reference, scorer, tuple(ordered), len(sim_channels),
                      sys_findings(real), dt, durations, tuple(warnings))
 
 
 def score_failures(
-    yardstick: Yardstick, failures: pa.Table, config: AnalysisConfig, stages: Stages
+    yardstick: Yardstick, failures: pa.Table, config: AnalysisConfig, stages: Stages,
+    executor: Executor | None = None,
 ) -> tuple[Signatures, SignalGrid, np.ndarray]:
     """Match real failures to sim and compute their drift signatures.
+
+    ``executor`` runs signal shards and chunks of failures; ``None`` runs them here.
 
     Returns:
         The signatures, the failures on the time grid, and their failure times.
@@ -240,7 +253,8 @@ def score_failures(
     ds = yardstick.dataset
     ids = failures["episode_id"].to_pylist()
     channels = list(yardstick.channels)
-    grid = build_grid(ds, ids, channels, yardstick.dt, _t_max(yardstick.durations, ids))
+    grid = build_grid(ds, ids, channels, yardstick.dt, _t_max(yardstick.durations, ids),
+                      executor)
     ends = _floats(failures, "failure_time")
     ends = np.where(np.isfinite(ends), ends, grid.durations)
     queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
@@ -249,7 +263,7 @@ def score_failures(
     with stages.stage("match failures to sim", len(ids)):
         diffs, nearest = compare(queries, list(range(n_sim)),
                                  list(range(n_sim, len(channels))), yardstick.matcher,
-                                 yardstick.reference, config.n_segments)
+                                 yardstick.reference, config.n_segments, executor)
     bank = yardstick.matcher.bank_
     novelty = context_novelty(queries.context, queries.tasks, bank.context, bank.tasks)
     families = [ds.channels[c].family for c in channels]
@@ -266,6 +280,7 @@ def _calibrate(
     n_ref_channels: int,
     config: AnalysisConfig,
     rng: np.random.Generator,
+    executor: Executor | None = None,
 ) -> DriftScorer:
     """Fit the scorer on sim rollouts matched against the other rollouts (and successes
     against the other successes), so that no gap reads as a drift score of about 1."""
@@ -276,7 +291,7 @@ def _calibrate(
     queries = QuerySet(bank.grid, rows, bank.tasks[rows], ends, config.window_s,
                        bank.context.take(rows), exclude_self=True)
     sim_null, _ = compare(queries, list(range(len(bank.grid.channels))), [], matcher, None,
-                          config.n_segments)
+                          config.n_segments, executor)
     null = sim_null
     if reference is not None:
         m = reference.grid.values.shape[0]
@@ -287,10 +302,14 @@ def _calibrate(
                                config.window_s, ContextTable(len(ref_rows), {}, {}),
                                exclude_self=True)
         ref_null, _ = compare(ref_queries, [], list(range(n_ref_channels)), matcher,
-                              reference, config.n_segments)
+                              reference, config.n_segments, executor)
         null = [SegmentDiff.join([d, ref_null[i % len(ref_null)]])
                 for i, d in enumerate(sim_null)]
-    return DriftScorer(families).fit(null)
+    scale = [matcher.scale_]
+    if reference is not None:
+        flat = reference.grid.values.reshape(-1, reference.grid.values.shape[-1])
+        scale.append(np.nan_to_num(np.nanstd(flat, axis=0), nan=1.0))
+    return DriftScorer(families).fit(null, np.concatenate(scale))
 
 
 def _durations(ds: Dataset) -> dict[str, float]:

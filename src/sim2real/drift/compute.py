@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -11,7 +12,11 @@ from sim2real.drift.evidence import Novelty, SysFinding
 from sim2real.drift.signature import SCORE_FAMILIES, DriftScorer, SegmentDiff, segment_diff
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
+from sim2real.match.index import CandidateQuery
 from sim2real.match.matcher import RolloutMatcher, window_times
+
+if TYPE_CHECKING:
+    from sim2real.engine import Executor
 
 __all__ = ["QuerySet", "Reference", "Signatures", "compare", "signatures"]
 
@@ -96,6 +101,7 @@ def compare(
     matcher: RolloutMatcher,
     reference: Reference | None,
     n_segments: int,
+    executor: Executor | None = None,
 ) -> tuple[list[SegmentDiff], list[list[str]]]:
     """Match every query and compare its window with its matches, segment by segment.
 
@@ -107,26 +113,79 @@ def compare(
         matcher: fitted on the sim rollouts.
         reference: real successes, or ``None`` when every channel is in sim.
         n_segments: parts of the window.
+        executor: runs chunks of queries in parallel; ``None`` runs them here. Each query's
+            result depends on it alone, so the output is the same either way.
 
     Returns:
         One :class:`SegmentDiff` per query (all channels) and its matched sim IDs.
     """
-    diffs: list[SegmentDiff] = []
-    nearest: list[list[str]] = []
+    job = _CompareJob(queries, tuple(sim_channels), tuple(ref_channels), matcher, reference,
+                      n_segments)
+    n = len(queries.rows)
+    # Chunks of queries with close failure times share the prefilter's descriptor matrices;
+    # without the prefilter, the original order.
+    order = np.arange(n)
+    if matcher.index_ is not None:
+        order = np.lexsort((queries.ends, queries.tasks.astype(str)))
+    chunks = [tuple(int(i) for i in order[s:s + _CHUNK_QUERIES])
+              for s in range(0, n, _CHUNK_QUERIES)]
+    if executor is None or len(chunks) <= 1:
+        parts = [_compare_chunk(job, c) for c in chunks]
+    else:
+        parts = executor.map_shared(_compare_chunk, job, chunks)
+    diffs: list[SegmentDiff] = [None] * n  # type: ignore[list-item]
+    nearest: list[list[str]] = [[] for _ in range(n)]
+    for chunk, (chunk_diffs, chunk_nearest) in zip(chunks, parts, strict=True):
+        for i, d, ids in zip(chunk, chunk_diffs, chunk_nearest, strict=True):
+            diffs[i], nearest[i] = d, ids
+    return diffs, nearest
+
+
+# Queries per task handed to a worker: large enough to amortise shipping, small enough
+# that two workers share the load evenly.
+_CHUNK_QUERIES = 64
+
+
+class _CompareJob(NamedTuple):
+    """Everything :func:`_compare_chunk` needs besides its slice of queries."""
+
+    queries: QuerySet
+    sim_channels: tuple[int, ...]
+    ref_channels: tuple[int, ...]
+    matcher: RolloutMatcher
+    reference: Reference | None
+    n_segments: int
+
+
+def _compare_chunk(
+    job: _CompareJob, chunk: tuple[int, ...]
+) -> tuple[list[SegmentDiff], list[list[str]]]:
+    """:func:`compare` for the queries numbered in ``chunk``, in that order."""
+    queries = job.queries
+    sim_channels, ref_channels = list(job.sim_channels), list(job.ref_channels)
+    matcher, reference, n_segments = job.matcher, job.reference, job.n_segments
     n_points = matcher.n_points
     sim_ids = matcher.bank_.grid.episode_ids
-    for i, row in enumerate(queries.rows):
+    prepared = []
+    for i in chunk:
+        row = queries.rows[i]
         end = float(queries.ends[i])
         length = min(queries.length, end) if end > 0 else queries.length
         times = window_times(np.array([end]), length, n_points)
         window = queries.grid.at(np.array([row]), times)[0]
         own = int(row) if queries.exclude_self else None
+        prepared.append((i, row, end, length, window, own))
+    candidates = _candidates(job, prepared) if sim_channels else {}
+    diffs: list[SegmentDiff] = []
+    nearest: list[list[str]] = []
+    for i, row, end, length, window, own in prepared:
         parts: list[SegmentDiff] = []
         ids: list[str] = []
         if sim_channels:
             initial = queries.grid.values[row, 0, sim_channels]
             match = matcher.query(window[:, sim_channels], initial, queries.context, i,
-                                  str(queries.tasks[i]), end, length, exclude=own)
+                                  str(queries.tasks[i]), end, length, exclude=own,
+                                  candidates=candidates.get(i))
             parts.append(segment_diff(window[:, sim_channels], match.windows, n_segments))
             ids = [sim_ids[r] for r in match.rows]
         if ref_channels:
@@ -137,6 +196,22 @@ def compare(
         diffs.append(SegmentDiff.join(parts))
         nearest.append(ids)
     return diffs, nearest
+
+
+def _candidates(
+    job: _CompareJob, prepared: list[tuple[int, int, float, float, np.ndarray, int | None]]
+) -> dict[int, np.ndarray]:
+    """Prefiltered bank rows for the queries whose task has many rollouts (others: none)."""
+    matcher, queries, cols = job.matcher, job.queries, list(job.sim_channels)
+    index = matcher.index_
+    if index is None:
+        return {}
+    picked = [p for p in prepared if matcher.uses_index(str(queries.tasks[p[0]]))]
+    asks = [CandidateQuery(window[:, cols], queries.grid.values[row, 0, cols], i,
+                           str(queries.tasks[i]), end, length, own)
+            for i, row, end, length, window, own in picked]
+    found = index.candidates(asks, queries.context)
+    return {p[0]: rows for p, rows in zip(picked, found, strict=True)}
 
 
 def signatures(

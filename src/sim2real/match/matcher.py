@@ -8,6 +8,7 @@ import numpy as np
 
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
+from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, DescriptorIndex
 
 __all__ = ["Match", "RolloutBank", "RolloutMatcher", "window_times"]
 
@@ -99,7 +100,17 @@ class RolloutMatcher:
             k: float(np.nanstd(v)) or 1.0 for k, v in bank.context.numeric.items()
         }
         self.bank_ = bank
+        # Only a bank with a large task gets the prefilter; smaller ones keep the exact scan.
+        _, per_task = np.unique(bank.tasks.astype(str), return_counts=True)
+        large = per_task.size > 0 and int(per_task.max()) > PREFILTER_MIN_ROLLOUTS
+        self.index_ = DescriptorIndex().fit(self) if large else None
         return self
+
+    def uses_index(self, task: str) -> bool:
+        """Whether queries of ``task`` go through the prefilter (its rollouts are many)."""
+        if self.index_ is None:
+            return False
+        return int(np.count_nonzero(self.bank_.tasks == task)) > PREFILTER_MIN_ROLLOUTS
 
     def query(
         self,
@@ -111,6 +122,7 @@ class RolloutMatcher:
         end: float,
         length: float,
         exclude: int | None = None,
+        candidates: np.ndarray | None = None,
     ) -> Match:
         """The nearest rollouts of one failure.
 
@@ -122,12 +134,14 @@ class RolloutMatcher:
             end: failure time, seconds from the query's start.
             length: window length in seconds.
             exclude: a bank row to leave out (the query itself, when calibrating on sim).
+            candidates: bank rows of ``task`` to score, in increasing order (from
+                :meth:`DescriptorIndex.candidates`); ``None`` scores every rollout.
 
         Returns:
             The :class:`Match`; empty when the task has no rollouts.
         """
         bank = self.bank_
-        rows = np.flatnonzero(bank.tasks == task)
+        rows = np.flatnonzero(bank.tasks == task) if candidates is None else candidates
         if exclude is not None:
             rows = rows[rows != exclude]
         if rows.size == 0:

@@ -1,0 +1,146 @@
+"""Prefilter for the matcher: coarse windows of every rollout, searched by a matrix product.
+
+The exact matcher scores every rollout of a task on ``n_points`` interpolated samples of
+every channel. For a bank of tens of thousands of rollouts that is most of the analysis, so
+above :data:`PREFILTER_MIN_ROLLOUTS` the matcher first ranks rollouts by the same distance
+computed on ``n_coarse`` of those samples (a flat L2 index over per-rollout descriptors:
+the scaled coarse window, the scaled initial state and an embedding of the context) and
+scores exactly only the best ``n_candidates``. Queries are grouped by their window (rounded
+to ``end_quantum`` seconds), because a rollout's window depends on the query's failure time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from sim2real.match.context import ContextTable
+
+if TYPE_CHECKING:
+    from sim2real.match.matcher import RolloutMatcher
+
+__all__ = ["PREFILTER_MIN_ROLLOUTS", "CandidateQuery", "DescriptorIndex"]
+
+# Below this many rollouts of a task the exact scan is cheap and stays the only path, so
+# small datasets give byte-identical results with or without the index.
+PREFILTER_MIN_ROLLOUTS = 2000
+
+
+class CandidateQuery(NamedTuple):
+    """One query, as the index needs it.
+
+    Attributes:
+        window: ``(n_points, n_channels)`` the query's window, bank channel order.
+        initial: ``(n_channels,)`` its first grid sample.
+        context_row: its row in the query context table.
+        task: rollouts of other tasks are never candidates.
+        end: failure time, seconds.
+        length: window length, seconds.
+        exclude: a bank row to leave out, or ``None``.
+    """
+
+    window: np.ndarray
+    initial: np.ndarray
+    context_row: int
+    task: str
+    end: float
+    length: float
+    exclude: int | None
+
+
+class DescriptorIndex:
+    """Candidate rollouts per query from coarse descriptors (see the module docstring).
+
+    Args:
+        n_coarse: window samples kept in a descriptor (of the matcher's ``n_points``).
+        n_candidates: rollouts handed to the exact distance per query.
+        end_quantum: queries whose failure times round to the same multiple of this many
+            seconds share one descriptor matrix.
+    """
+
+    def __init__(self, n_coarse: int = 8, n_candidates: int = 64,
+                 end_quantum: float = 0.2) -> None:
+        self.n_coarse = n_coarse
+        self.n_candidates = n_candidates
+        self.end_quantum = end_quantum
+
+    def fit(self, matcher: RolloutMatcher) -> DescriptorIndex:
+        """Remember the fitted matcher (its bank, spreads and weights)."""
+        self.matcher_ = matcher
+        return self
+
+    def candidates(self, queries: Sequence[CandidateQuery],
+                   context: ContextTable) -> list[np.ndarray]:
+        """Per query, the bank rows worth scoring exactly, in increasing row order."""
+        out: list[np.ndarray] = [np.zeros(0, np.int64)] * len(queries)
+        groups: dict[tuple[str, int, int], list[int]] = {}
+        for i, q in enumerate(queries):
+            key = (q.task, round(q.end / self.end_quantum), round(q.length / self.end_quantum))
+            groups.setdefault(key, []).append(i)
+        for (task, end_q, length_q), members in sorted(groups.items()):
+            rows = np.flatnonzero(self.matcher_.bank_.tasks == task)
+            if rows.size == 0:
+                continue
+            end, length = end_q * self.end_quantum, length_q * self.end_quantum
+            base, base_sq = self._descriptors(rows, end, max(length, self.end_quantum))
+            bank_context = self.matcher_.bank_.context.take(rows)
+            for i in members:
+                out[i] = self._nearest(queries[i], context, rows, bank_context, base, base_sq)
+        return out
+
+    def _coarse(self) -> np.ndarray:
+        n_points = self.matcher_.n_points
+        return np.unique(np.linspace(0, n_points - 1, self.n_coarse).round().astype(np.int64))
+
+    def _descriptors(self, rows: np.ndarray, end: float,
+                     length: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(n_rows, n_features)`` coarse windows then initial states, scaled, NaN -> 0."""
+        from sim2real.match.matcher import window_times
+
+        m = self.matcher_
+        bank = m.bank_
+        times = window_times(bank.end_times(rows, end), length, m.n_points)[:, self._coarse()]
+        # Nearest grid sample, not interpolation: a prefilter needs ranks, not exact values,
+        # and one gather of whole channel vectors is several times cheaper.
+        steps = np.clip(np.rint(times / bank.grid.dt).astype(np.int64), 0,
+                        bank.grid.values.shape[1] - 1)
+        windows = bank.grid.values[rows[:, None], steps] / m.scale_
+        initial = m.initial_[rows] / m.scale_
+        desc = np.concatenate([self._traj_weight() * windows.reshape(len(rows), -1),
+                               self._init_weight() * initial], axis=1)
+        desc = np.nan_to_num(desc.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        return desc, np.einsum("ij,ij->i", desc, desc)
+
+    def _traj_weight(self) -> float:
+        # The exact distance averages over n_points x n_channels: weight so that the
+        # descriptor's squared L2 norm approximates that mean.
+        n_ch = self.matcher_.scale_.shape[0]
+        return float(1.0 / np.sqrt(self._coarse().size * n_ch))
+
+    def _init_weight(self) -> float:
+        n_ch = self.matcher_.scale_.shape[0]
+        return float(np.sqrt(self.matcher_.initial_weight / n_ch))
+
+    def _nearest(self, q: CandidateQuery, context: ContextTable, rows: np.ndarray,
+                 bank_context: ContextTable, base: np.ndarray,
+                 base_sq: np.ndarray) -> np.ndarray:
+        m = self.matcher_
+        window = q.window[self._coarse()] / m.scale_
+        vec = np.concatenate([self._traj_weight() * window.ravel(),
+                              self._init_weight() * (q.initial / m.scale_)])
+        vec = np.nan_to_num(vec.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        # One matrix-vector product per query (not one product per batch) so that the
+        # ranking of a query never depends on which other queries share its batch.
+        approx = base_sq - 2.0 * (base @ vec) + float(vec @ vec)
+        ctx = context.distance(q.context_row, bank_context, m.numeric_scale_)
+        approx = approx + m.context_weight * ctx
+        if q.exclude is not None:
+            approx[rows == q.exclude] = np.inf
+        k = min(self.n_candidates, rows.size)
+        best = np.argpartition(approx, k - 1)[:k] if k < rows.size else np.arange(rows.size)
+        chosen = rows[best]
+        if q.exclude is not None:
+            chosen = chosen[chosen != q.exclude]
+        return np.sort(chosen)
