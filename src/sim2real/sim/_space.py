@@ -58,7 +58,7 @@ class SearchSpace:
             return math.log(max(value, 1e-12) / r.nominal) / self._unit(r)
         return (value - r.nominal) / self._unit(r)
 
-    def values(self, x: Sequence[float]) -> dict[str, float]:
+    def values(self, x: Sequence[float] | np.ndarray) -> dict[str, float]:
         """Parameter values, rounded to 6 significant digits so outputs read cleanly."""
         return {r.name: float(f"{self.value(r, float(xi)):.6g}")
                 for r, xi in zip(self.ranges, x, strict=True)}

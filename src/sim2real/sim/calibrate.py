@@ -24,7 +24,6 @@ from sim2real.dataset.schema import ParamRange
 from sim2real.errors import UsageError
 from sim2real.sim._replay import (
     ReplayRunner,
-    Scenario,
     load_scenarios,
     replay_drift,
     sim_channels_and_scales,

@@ -1,0 +1,163 @@
+"""``sim2real calibrate`` and ``sim2real check``: close the loop in simulation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sim2real._atomic import atomic_files
+from sim2real.sim.calibrate import CalibrationConfig
+from sim2real.sim.calibrate import calibrate as run_calibration
+from sim2real.sim.check import CHECK_JSON
+from sim2real.sim.check import check as run_check
+
+__all__ = ["calibrate", "check"]
+
+CALIBRATION_JSON = "calibration.json"
+
+_ADAPTER_HELP = ("simulator adapter: an installed name (entry-point group sim2real.adapters; "
+                 "'demo' ships) or module:Class")
+_RUN_HELP = ("an analyze output folder to take the cluster's events from; without it the "
+             "dataset is analysed first")
+
+
+def _common(f: Any) -> Any:
+    for option in reversed([
+        click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+        click.option("--cluster", "cluster", help="cluster ID of the report, e.g. C3"),
+        click.option("--episodes", help="comma-separated real episode IDs (instead of, or "
+                     "within, the cluster)"),
+        click.option("--run", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help=_RUN_HELP),
+        click.option("--adapter", default="demo", show_default=True, help=_ADAPTER_HELP),
+        click.option("--workers", type=int, help="rollout processes  [default: all cores]"),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--quiet", is_flag=True, help="no progress bar; print only the result path"),
+    ]):
+        f = option(f)
+    return f
+
+
+def _ids(episodes: str | None) -> list[str] | None:
+    return [e.strip() for e in episodes.split(",") if e.strip()] if episodes else None
+
+
+def _write(out: Path, name: str, data: dict[str, Any]) -> Path:
+    with atomic_files(out) as stage:
+        (stage / name).write_text(json.dumps(data, indent=2) + "\n")
+    return out / name
+
+
+@click.command("calibrate")
+@_common
+@click.option("--param", "params", multiple=True,
+              help="a parameter to fit (repeat); default: the cluster's most shifted sim_params")
+@click.option("--popsize", type=int, default=8, show_default=True, help="CMA-ES population")
+@click.option("--generations", type=int, default=8, show_default=True,
+              help="generations per fit (the first scans the search box)")
+@click.option("--restarts", type=int, default=2, show_default=True,
+              help="independent fits; their spread is part of the uncertainty")
+@click.option("--max-episodes", type=int, default=6, show_default=True,
+              help="real episodes replayed")
+@click.option("--seeds", type=int, default=2, show_default=True,
+              help="replays per episode and candidate")
+@click.option("--widen", type=float, default=4.0, show_default=True,
+              help="search this factor beyond the randomisation range")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="folder to write calibration.json into")
+def calibrate_command(dataset: Path, cluster: str | None, episodes: str | None,
+                      run: Path | None, adapter: str, workers: int | None, seed: int,
+                      quiet: bool, params: tuple[str, ...], popsize: int, generations: int,
+                      restarts: int, max_episodes: int, seeds: int, widen: float,
+                      out: Path) -> None:
+    """Fit simulation parameters so that sim reproduces a cluster's real episodes.
+
+    Replays each real episode's initial state (and its recorded commands, where the
+    adapter replays open-loop) in sim, and minimises the gap between real and simulated
+    telemetry with CMA-ES, searching beyond the randomisation range. Writes
+    OUT/calibration.json: the fitted values with their uncertainty, the discrepancy
+    before and after, and which parameters the data cannot pin down.
+
+    \b
+    Example:
+      sim2real calibrate demo/dataset --run demo/run --cluster C2 -o demo/run/calibration
+    """
+    cfg = CalibrationConfig(popsize=popsize, generations=generations, restarts=restarts,
+                            max_episodes=max_episodes, seeds=seeds, widen=widen, seed=seed)
+    # Library errors reach the main group, which prints one line and sets the exit code.
+    result = run_calibration(dataset, cluster=cluster, episodes=_ids(episodes), run=run,
+                       params=list(params) or None, adapter=adapter, config=cfg,
+                       workers=workers, progress=not quiet)
+    path = _write(out, CALIBRATION_JSON, result.to_dict())
+    if not quiet:
+        click.echo(f"discrepancy {result.discrepancy_before:.3g} -> "
+                   f"{result.discrepancy_after:.3g} ({result.rollouts} rollouts)")
+        for p in result.params:
+            flag = "" if p.identifiable else "  [not identifiable]"
+            click.echo(f"  param.{p.param} = {p.fitted:.4g} +/- {p.std:.2g} "
+                       f"(sim range {p.sim_low:g}..{p.sim_high:g}){flag}")
+        for w in result.warnings:
+            click.echo(f"warning: {w}", err=True)
+    click.echo(str(path))
+
+
+@click.command("check")
+@_common
+@click.option("--set", "updates", multiple=True, required=True, metavar="param.NAME=VALUE",
+              help="the proposed sim update (repeat for several parameters)")
+@click.option("--baseline", "baselines", multiple=True, metavar="param.NAME=VALUE",
+              help="current values to compare against  [default: the nominal values]")
+@click.option("--seeds", type=int, default=3, show_default=True,
+              help="replays per episode and setting")
+@click.option("--max-episodes", type=int, default=12, show_default=True,
+              help="real episodes replayed")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              help="folder to write check.json into  [default: --run, if given]")
+def check_command(dataset: Path, cluster: str | None, episodes: str | None, run: Path | None,
+                  adapter: str, workers: int | None, seed: int, quiet: bool,
+                  updates: tuple[str, ...], baselines: tuple[str, ...], seeds: int,
+                  max_episodes: int, out: Path | None) -> None:
+    """Check that a proposed sim update explains a cluster before anyone retrains.
+
+    Replays the cluster's real failures at the current values and with the update, on
+    the same seeds, and reports whether sim now fails as reality did (the replays'
+    failure rate) and how far the events' replay drift falls. An update that leaves the
+    replays succeeding does not explain the cluster, and the verdict says so. Writes
+    OUT/check.json; the report's actions pick it up as evidence when it lies in the run
+    folder or one of its subfolders.
+
+    \b
+    Example:
+      sim2real check demo/dataset --run demo/run --cluster C2 --set param.friction=0.2
+    """
+    result = run_check(dataset, _assignments(updates), cluster=cluster, episodes=_ids(episodes),
+                   run=run, baseline=_assignments(baselines), adapter=adapter, seeds=seeds,
+                   max_episodes=max_episodes, seed=seed, workers=workers, progress=not quiet)
+    target = out or run
+    path = _write(target, CHECK_JSON, result.to_dict()) if target is not None else None
+    if not quiet or path is None:
+        click.echo(result.verdict)
+    if path is not None:
+        click.echo(str(path))
+
+
+def _assignments(items: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            msg = f"expected param.NAME=VALUE with a number, got {item!r}"
+            raise click.BadParameter(msg) from None
+    return out
+
+
+# The names ``cli.py`` registers.
+calibrate = calibrate_command
+check = check_command
