@@ -146,3 +146,8 @@ main.add_command(demo)
 from sim2real.validate._cli import validate  # noqa: E402
 
 main.add_command(validate)
+
+from sim2real.sim._cli import calibrate, check  # noqa: E402
+
+main.add_command(calibrate)
+main.add_command(check)
