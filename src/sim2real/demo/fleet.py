@@ -56,7 +56,7 @@ FLEET: tuple[Robot, ...] = (
 NORMAL_SYSTEM = SystemProfile(jitter_ms=2.0, drop_prob=0.002)
 # A stale controller config: a bigger message queue that stalls, so latency spikes and
 # messages get dropped.
-STALE_SYSTEM = SystemProfile(jitter_ms=6.0, spike_rate_hz=0.22, spike_ms=160.0, spike_s=0.4,
+STALE_SYSTEM = SystemProfile(jitter_ms=6.0, spike_rate_hz=0.18, spike_ms=160.0, spike_s=0.4,
                              drop_prob=0.01)
 FLEET_CONFIG = "cfg-9b52f4c"
 STALE_CONFIG = "cfg-3e1d7a0"
@@ -98,7 +98,7 @@ class Cause:
 CAUSES: tuple[Cause, ...] = (
     # The site's lighting dims week after week, below the simulated light range.
     Cause("site_b_dim_lighting", "perception_drift", "light_level", ("r04", "r05"),
-          ("site_b",), {2: 0.6, 3: 0.52, 4: 0.46, 5: 0.41, 6: 0.37, 7: 0.33}),
+          ("site_b",), {2: 0.6, 3: 0.53, 4: 0.47, 5: 0.43, 6: 0.39, 7: 0.35}),
     # A bad batch of gripper pads on one robot: friction far below the simulated range.
     Cause("r08_worn_pads", "dynamics_mismatch", "friction", ("r08",), ("site_c",),
           {1: 0.3, 2: 0.2, 3: 0.16, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15}),
