@@ -11,6 +11,7 @@ to ``end_quantum`` seconds), because a rollout's window depends on the query's f
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,7 +22,14 @@ from sim2real.match.context import ContextTable
 if TYPE_CHECKING:
     from sim2real.match.matcher import RolloutMatcher
 
-__all__ = ["PREFILTER_MIN_ROLLOUTS", "CandidateQuery", "DescriptorIndex"]
+__all__ = [
+    "PREFILTER_MIN_ROLLOUTS",
+    "CandidateQuery",
+    "DescriptorIndex",
+    "FlatIndex",
+    "coarse_descriptors",
+    "paa_descriptors",
+]
 
 # Below this many rollouts of a task the exact scan is cheap and stays the only path, so
 # small datasets give byte-identical results with or without the index.
@@ -144,3 +152,44 @@ class DescriptorIndex:
         if q.exclude is not None:
             chosen = chosen[chosen != q.exclude]
         return np.sort(chosen)
+
+
+class FlatIndex:
+    """Exact L2 search over fixed per-episode descriptors, by one matrix-vector product.
+
+    For banks whose windows do not depend on the query (whole episodes, fixed windows);
+    the matcher's own prefilter is :class:`DescriptorIndex`.
+    """
+
+    def fit(self, descriptors: np.ndarray) -> FlatIndex:
+        """Index ``(n, n_features)`` descriptors (NaN counts as 0)."""
+        self.data_ = np.nan_to_num(np.asarray(descriptors, dtype=np.float64))
+        self.norms_ = np.einsum("ij,ij->i", self.data_, self.data_)
+        return self
+
+    def search(self, query: np.ndarray, k: int) -> np.ndarray:
+        """Rows of the ``k`` nearest descriptors to ``query``, nearest first."""
+        q = np.nan_to_num(np.asarray(query, dtype=np.float64).ravel())
+        dist = self.norms_ - 2.0 * (self.data_ @ q)
+        k = min(k, dist.size)
+        best = np.argpartition(dist, k - 1)[:k]
+        return best[np.argsort(dist[best], kind="stable")]
+
+
+def coarse_descriptors(windows: np.ndarray, n_coarse: int = 8) -> np.ndarray:
+    """``(n, n_coarse * n_channels)`` every ``windows`` ``(n, n_points, n_channels)`` sampled
+    at ``n_coarse`` evenly spaced points: the descriptor the prefilter ranks by."""
+    idx = np.unique(np.linspace(0, windows.shape[1] - 1, n_coarse).round().astype(np.int64))
+    return windows[:, idx, :].reshape(windows.shape[0], -1)
+
+
+def paa_descriptors(windows: np.ndarray, n_segments: int = 8) -> np.ndarray:
+    """``(n, n_segments * n_channels)`` piecewise means of ``windows`` ``(n, n_points, n_ch)``.
+
+    Segment means move little when a trajectory is shifted by a few samples, so their L2
+    distance ranks candidates much as DTW does (the usual prefilter for DTW search).
+    """
+    n, p, c = windows.shape
+    edges = np.linspace(0, p, n_segments + 1).round().astype(np.int64)
+    parts = [np.nanmean(windows[:, a:b, :], axis=1) for a, b in itertools.pairwise(edges)]
+    return np.stack(parts, axis=1).reshape(n, n_segments * c)

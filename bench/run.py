@@ -1,0 +1,126 @@
+"""``make bench``: generate the fleets, measure every stage, print the tables of README.md.
+
+Usage: ``python -m bench.run [--sizes s,m] [--engine local] [--no-matching]
+[--no-clustering] [--out bench/results/RESULTS.md]``. Each measurement runs in its own
+process (``bench.stages``) so that peak memory is that job's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.fleet import SIZES, disk_bytes, generate_fleet, signal_rows
+
+GIB = 1024**3
+
+
+def _job(*args: str) -> dict[str, Any]:
+    """Run ``python -m bench.stages ARGS`` and return its JSON line."""
+    done = subprocess.run([sys.executable, "-m", "bench.stages", *args], check=True,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def measure_size(name: str, engine: str) -> list[str]:
+    """Generate (once) and measure fleet ``name``; the Markdown lines of its table."""
+    size = SIZES[name]
+    start = time.perf_counter()
+    dataset = generate_fleet(name)
+    gen_s = time.perf_counter() - start
+    read = _job("read", str(dataset))
+    run = _job("analyze", str(dataset), engine)
+    ratio = run["total_s"] / read["read_s"]
+    lines = [
+        f"### `{name}`: {size.n_real:,} real episodes, {size.n_sim:,} sim rollouts, "
+        f"{size.n_samples} samples x {size.n_channels} channels",
+        "",
+        f"{run['failures']:,} failures; {signal_rows(dataset):,} signal rows, "
+        f"{disk_bytes(dataset) / GIB:.2f} GiB on disk, "
+        f"{read['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
+        "(0 s = already there). Engine: " + engine + ".",
+        "",
+        "| stage | time (s) | peak PSS (GiB) |",
+        "|---|---|---|",
+    ]
+    for stage, figures in run["stages"].items():
+        peak = figures["peak_bytes"]
+        peak_txt = "-" if peak != peak else f"{peak / GIB:.2f}"
+        lines.append(f"| {stage} | {figures['s']:.1f} | {peak_txt} |")
+    lines += [
+        f"| **analyze, end to end** | **{run['total_s']:.1f}** | "
+        f"**{run['peak_bytes'] / GIB:.2f}** |",
+        f"| one full `pyarrow.parquet.read_table(signals)` | {read['read_s']:.1f} | "
+        f"{read['peak_bytes'] / GIB:.2f} |",
+        "",
+        f"End to end ratio (analyze / full read): **{ratio:.1f}** (target <= 3).",
+        "",
+    ]
+    return lines
+
+
+def measure_matching(name: str) -> list[str]:
+    """Recall and speed of the matching fast path on fleet ``name``'s rollouts."""
+    m = _job("matching", str(generate_fleet(name)))
+    return [
+        f"### Matching (fleet `{name}`)",
+        "",
+        f"Bank: {m['bank']:,} sim rollouts x 32 points x {m['channels']} channels; "
+        f"{m['queries']} real failures as queries; numba: {m['numba']}.",
+        "",
+        "| brute-force DTW (s) | prefilter + DTW (s) | speed-up | recall@10 |",
+        "|---|---|---|---|",
+        f"| {m['brute_s']:.1f} | {m['fast_s']:.2f} (+{m['index_build_s']:.2f} index build) | "
+        f"{m['speedup']:.0f}x | {m['recall_at_10']:.3f} |",
+        "",
+    ]
+
+
+def measure_clustering(sizes: str) -> list[str]:
+    """The sampled clustering path against scikit-learn's HDBSCAN."""
+    c = _job("clustering", sizes)
+    lines = ["### Clustering (16-dim signature-like points, bench/clustering.py)", "",
+             "| points | sklearn HDBSCAN (s) | sim2real (s) | speed-up | ARI vs sklearn |",
+             "|---|---|---|---|---|"]
+    for n, row in c.items():
+        sk = f"{row['sklearn_s']:.1f}" if "sklearn_s" in row else "not run"
+        sp = f"{row['speedup']:.0f}x" if "speedup" in row else "-"
+        ari = f"{row['ari']:.3f}" if "ari" in row else "-"
+        lines.append(f"| {int(n):,} | {sk} | {row['ours_s']:.1f} | {sp} | {ari} |")
+    return [*lines, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="s,m")
+    parser.add_argument("--engine", default="local")
+    parser.add_argument("--no-matching", action="store_true")
+    parser.add_argument("--no-clustering", action="store_true")
+    parser.add_argument("--clustering-sizes", default="100000,1000000")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    lines = [f"## Fleet scale, {stamp}, Python {platform.python_version()}, "
+             f"{platform.machine()}", "", f"`{' '.join(sys.argv)}`", ""]
+    for name in args.sizes.split(","):
+        lines += measure_size(name, args.engine)
+        print("\n".join(lines), flush=True)
+    if not args.no_matching:
+        lines += measure_matching(args.sizes.split(",")[0])
+    if not args.no_clustering:
+        lines += measure_clustering(args.clustering_sizes)
+    text = "\n".join(lines)
+    print(text)
+    out = args.out or Path(__file__).parent / "results" / f"scale-{time.strftime('%Y%m%d-%H%M')}.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""One measured job per process, so each peak-memory figure is that job's alone.
+
+``python -m bench.stages read|analyze|matching|clustering ...`` prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PeakMemory"]
+
+
+class PeakMemory:
+    """Samples the proportional set size of this process and its children (every 50 ms).
+
+    PSS, not RSS, so that pages forked workers share with their parent count once.
+    """
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def reset(self) -> None:
+        self.peak = _pss_tree()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _pss_tree())
+            self._stop.wait(0.05)
+
+
+def _pss_tree() -> int:
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for proc in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_full_info().pss
+    return total
+
+
+def read(dataset: Path) -> dict[str, Any]:
+    """One full pyarrow read of ``signals``: the yardstick of the end-to-end ratio."""
+    import pyarrow.parquet as pq
+
+    with PeakMemory() as mem:
+        start = time.perf_counter()
+        table = pq.read_table(dataset / "signals")
+        seconds = time.perf_counter() - start
+    return {"read_s": seconds, "rows": table.num_rows, "decoded_bytes": table.nbytes,
+            "peak_bytes": mem.peak}
+
+
+def analyze(dataset: Path, engine: str) -> dict[str, Any]:
+    """What :func:`sim2real.analyze` does, stage by stage, with time and peak memory each."""
+    from sim2real._progress import Stages
+    from sim2real.dataset import load_dataset
+    from sim2real.engine import make_executor
+    from sim2real.pipeline import AnalysisConfig, diagnose
+    from sim2real.report.build import build_report
+
+    stages: dict[str, dict[str, float]] = {}
+
+    with PeakMemory() as mem:
+
+        @contextlib.contextmanager
+        def timed(name: str) -> Iterator[None]:
+            mem.reset()
+            start = time.perf_counter()
+            yield
+            stages[name] = {"s": time.perf_counter() - start, "peak_bytes": mem.peak}
+
+        class Timed(Stages):
+            @contextlib.contextmanager
+            def stage(self, name: str, total: int) -> Iterator[None]:
+                with timed(name):
+                    yield
+
+        start = time.perf_counter()
+        executor = make_executor(engine)
+        with timed("load + validate"):
+            ds = load_dataset(dataset)
+        diagnosis = diagnose(ds, AnalysisConfig(), stages=Timed(enabled=False),
+                             executor=executor)
+        with timed("report (build + save)"):
+            report = build_report(diagnosis, None)
+            with tempfile.TemporaryDirectory() as out:
+                report.save(out)
+        total = time.perf_counter() - start
+        overall = max(s["peak_bytes"] for s in stages.values())
+    accounted = sum(s["s"] for s in stages.values())
+    stages["other (grid step, durations, failure grid, signatures)"] = {
+        "s": total - accounted, "peak_bytes": float("nan")}
+    return {"total_s": total, "peak_bytes": overall, "stages": stages,
+            "failures": int(diagnosis.events.num_rows),
+            "sim": int(diagnosis.matcher.bank_.grid.values.shape[0])}
+
+
+if __name__ == "__main__":
+    job = sys.argv[1]
+    if job == "read":
+        result = read(Path(sys.argv[2]))
+    elif job == "analyze":
+        result = analyze(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local")
+    elif job == "matching":
+        from bench.matching import matching
+
+        result = matching(Path(sys.argv[2]))
+    elif job == "clustering":
+        from bench.clustering import clustering
+
+        result = clustering([int(n) for n in sys.argv[2].split(",")])
+    else:
+        raise SystemExit(f"unknown job {job!r}")
+    print(json.dumps(result, default=lambda o: float(o) if isinstance(o, np.floating) else str(o)))

@@ -1,0 +1,59 @@
+"""The descriptor prefilter finds (nearly) the same rollouts as the exact scan."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim2real.match.context import ContextTable
+from sim2real.match.grid import SignalGrid
+from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, FlatIndex
+from sim2real.match.matcher import RolloutBank, RolloutMatcher, window_times
+
+
+def _bank(n: int, rng: np.random.Generator) -> RolloutBank:
+    """``n`` random-walk rollouts, 3 channels, 6 s at 0.1 s, a fifth of them failed."""
+    steps = 61
+    values = np.cumsum(rng.normal(size=(n, steps, 3)), axis=1).astype(np.float32) * 0.1
+    grid = SignalGrid(tuple(f"sim-{i:05d}" for i in range(n)), ("a", "b", "c"), 0.1, values,
+                      np.full(n, 6.0))
+    failed = rng.random(n) < 0.2
+    failure_time = np.where(failed, rng.uniform(2.0, 6.0, n), np.nan)
+    context = ContextTable(n, {"ctx.obj": rng.choice(["box", "cup"], n).astype(object)},
+                           {"ctx.light": rng.uniform(300, 700, n)})
+    return RolloutBank(grid, np.full(n, "pick", dtype=object), failed, failure_time, context)
+
+
+def test_prefilter_recall_against_exact_scan() -> None:
+    rng = np.random.default_rng(0)
+    bank = _bank(PREFILTER_MIN_ROLLOUTS + 500, rng)
+    matcher = RolloutMatcher(n_neighbors=5).fit(bank)
+    assert matcher.index_ is not None and matcher.uses_index("pick")
+    hits = []
+    for row in rng.choice(bank.grid.values.shape[0], size=40, replace=False):
+        end = float(rng.uniform(2.0, 6.0))
+        window = bank.grid.at(np.array([row]), window_times(np.array([end]), end, 32))[0]
+        initial = bank.grid.values[row, 0]
+        args = (window, initial, bank.context, int(row), "pick", end, end)
+        exact = matcher.query(*args, exclude=int(row))
+        ask = CandidateQuery(window, initial, int(row), "pick", end, end, int(row))
+        cand = matcher.index_.candidates([ask], bank.context)[0]
+        assert int(row) not in cand
+        fast = matcher.query(*args, exclude=int(row), candidates=cand)
+        hits.append(len(set(exact.rows) & set(fast.rows)) / len(exact.rows))
+        if set(exact.rows) == set(fast.rows):
+            np.testing.assert_array_equal(exact.distances, fast.distances)
+    assert np.mean(hits) >= 0.95
+
+
+def test_small_bank_keeps_the_exact_scan() -> None:
+    matcher = RolloutMatcher().fit(_bank(300, np.random.default_rng(1)))
+    assert matcher.index_ is None
+
+
+def test_flat_index_is_exact() -> None:
+    rng = np.random.default_rng(2)
+    data = rng.normal(size=(500, 8))
+    query = rng.normal(size=8)
+    best = FlatIndex().fit(data).search(query, 5)
+    brute = np.argsort(np.linalg.norm(data - query, axis=1))[:5]
+    np.testing.assert_array_equal(best, brute)
