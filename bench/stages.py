@@ -71,8 +71,12 @@ def read(dataset: Path) -> dict[str, Any]:
             "peak_bytes": mem.peak}
 
 
-def analyze(dataset: Path, engine: str) -> dict[str, Any]:
-    """What :func:`sim2real.analyze` does, stage by stage, with time and peak memory each."""
+def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, Any]:
+    """What :func:`sim2real.analyze` does, stage by stage, with time and peak memory each.
+
+    ``with_report=False`` stops after the diagnosis (match, score, cluster), leaving out
+    the report's parameter attribution and rendering.
+    """
     from sim2real._progress import Stages
     from sim2real.dataset import load_dataset
     from sim2real.engine import make_executor
@@ -89,6 +93,7 @@ def analyze(dataset: Path, engine: str) -> dict[str, Any]:
             start = time.perf_counter()
             yield
             stages[name] = {"s": time.perf_counter() - start, "peak_bytes": mem.peak}
+            print(f"{name}: {stages[name]['s']:.1f} s", file=sys.stderr, flush=True)
 
         class Timed(Stages):
             @contextlib.contextmanager
@@ -102,10 +107,11 @@ def analyze(dataset: Path, engine: str) -> dict[str, Any]:
             ds = load_dataset(dataset)
         diagnosis = diagnose(ds, AnalysisConfig(), stages=Timed(enabled=False),
                              executor=executor)
-        with timed("report (build + save)"):
-            report = build_report(diagnosis, None)
-            with tempfile.TemporaryDirectory() as out:
-                report.save(out)
+        if with_report:
+            with timed("report (build + save)"):
+                report = build_report(diagnosis, None)
+                with tempfile.TemporaryDirectory() as out:
+                    report.save(out)
         total = time.perf_counter() - start
         overall = max(s["peak_bytes"] for s in stages.values())
     accounted = sum(s["s"] for s in stages.values())
@@ -113,7 +119,7 @@ def analyze(dataset: Path, engine: str) -> dict[str, Any]:
         "s": total - accounted, "peak_bytes": float("nan")}
     return {"total_s": total, "peak_bytes": overall, "stages": stages,
             "failures": int(diagnosis.events.num_rows),
-            "sim": int(diagnosis.matcher.bank_.grid.values.shape[0])}
+            "sim": int(diagnosis.matcher.bank_.grid.values.shape[0]), "report": with_report}
 
 
 if __name__ == "__main__":
@@ -121,7 +127,8 @@ if __name__ == "__main__":
     if job == "read":
         result = read(Path(sys.argv[2]))
     elif job == "analyze":
-        result = analyze(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local")
+        result = analyze(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local",
+                         with_report="--no-report" not in sys.argv)
     elif job == "matching":
         from bench.matching import matching
 

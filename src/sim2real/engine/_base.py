@@ -29,6 +29,12 @@ class Executor(Protocol):
         """How many calls may run at once."""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """Whether calls may run on other machines: then reading signal shards where they
+        run pays off; on this machine shipping decoded blocks back costs more than it saves."""
+        ...
+
     def map_shared(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> list[R]:
         """``[fn(shared, item) for item in items]``, computed in parallel."""
         ...

@@ -35,6 +35,10 @@ class LocalExecutor:
     def workers(self) -> int:
         return self._workers
 
+    @property
+    def remote(self) -> bool:
+        return False
+
     def map_shared(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> list[R]:
         """``[fn(shared, item) for item in items]``, in item order."""
         n = min(self._workers, len(items))

@@ -42,6 +42,10 @@ class RayExecutor:
     def workers(self) -> int:
         return self._workers
 
+    @property
+    def remote(self) -> bool:
+        return True
+
     def map_shared(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> list[R]:
         """``[fn(shared, item) for item in items]`` as Ray tasks, in item order."""
         if not items:

@@ -113,7 +113,7 @@ def read_sharded(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(values, durations)`` of :class:`~sim2real.match.grid.SignalGrid` for ``episode_ids``."""
     job = _Job(pa.array(list(episode_ids), pa.string()), tuple(channels), dt, n_steps, resample)
-    if executor is None or len(shards) <= 1:
+    if executor is None or not executor.remote or len(shards) <= 1:
         pieces = [_read_shard(job, s) for s in shards]
     else:
         pieces = executor.map_shared(_read_shard, job, list(shards))
