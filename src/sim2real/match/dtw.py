@@ -51,10 +51,11 @@ def dtw_distances(query: np.ndarray, candidates: np.ndarray, band: int | None = 
     Args:
         query: one window, NaN-free (scale channels beforehand).
         candidates: ``(n, n_points, n_channels)`` windows of the same length.
-        band: largest allowed time shift in samples; default a quarter of the window.
+        band: largest allowed time shift in samples; default a tenth of the window (the
+            usual Sakoe-Chiba width).
     """
     p = query.shape[0]
-    width = max(1, p // 4) if band is None else band
+    width = max(1, p // 10) if band is None else band
     q = np.ascontiguousarray(query, dtype=np.float64)
     c = np.ascontiguousarray(candidates, dtype=np.float64)
     return np.asarray(_KERNEL(q, c, width))

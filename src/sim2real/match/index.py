@@ -167,6 +167,16 @@ class FlatIndex:
         self.norms_ = np.einsum("ij,ij->i", self.data_, self.data_)
         return self
 
+    def search_batch(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """``(n_queries, k)`` rows of the nearest descriptors, nearest first, by one matrix
+        product for all queries (row ``i`` depends on query ``i`` alone up to rounding)."""
+        q = np.nan_to_num(np.asarray(queries, dtype=np.float64).reshape(len(queries), -1))
+        dist = self.norms_[None, :] - 2.0 * (q @ self.data_.T)
+        k = min(k, dist.shape[1])
+        best = np.argpartition(dist, k - 1, axis=1)[:, :k]
+        order = np.argsort(np.take_along_axis(dist, best, axis=1), axis=1, kind="stable")
+        return np.take_along_axis(best, order, axis=1)
+
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
         """Rows of the ``k`` nearest descriptors to ``query``, nearest first."""
         q = np.nan_to_num(np.asarray(query, dtype=np.float64).ravel())
