@@ -92,34 +92,50 @@ class DescriptorIndex:
             if rows.size == 0:
                 continue
             end, length = end_q * self.end_quantum, length_q * self.end_quantum
-            base, base_sq = self._descriptors(rows, end, max(length, self.end_quantum))
+            base = self._descriptors(rows, end, max(length, self.end_quantum))
+            vecs = np.stack([self._query_vector(queries[i]) for i in members])
+            # One product for the group: reads the bank's descriptors once, not per query.
+            approx = (np.einsum("ij,ij->i", base, base)[None, :] - 2.0 * (vecs @ base.T)
+                      + np.einsum("ij,ij->i", vecs, vecs)[:, None])
             bank_context = self.matcher_.bank_.context.take(rows)
-            for i in members:
-                out[i] = self._nearest(queries[i], context, rows, bank_context, base, base_sq)
+            for j, i in enumerate(members):
+                out[i] = self._nearest(queries[i], context, rows, bank_context, approx[j])
         return out
+
+    def _coarse_fractions(self) -> np.ndarray:
+        n_points = self.matcher_.n_points
+        return np.linspace(0.0, 1.0, n_points)[self._coarse()]
 
     def _coarse(self) -> np.ndarray:
         n_points = self.matcher_.n_points
         return np.unique(np.linspace(0, n_points - 1, self.n_coarse).round().astype(np.int64))
 
-    def _descriptors(self, rows: np.ndarray, end: float,
-                     length: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(n_rows, n_features)`` coarse windows then initial states, scaled, NaN -> 0."""
-        from sim2real.match.matcher import window_times
-
+    def _descriptors(self, rows: np.ndarray, end: float, length: float) -> np.ndarray:
+        """``(n_rows, n_features)`` float32 coarse windows then initial states, scaled."""
         m = self.matcher_
         bank = m.bank_
-        times = window_times(bank.end_times(rows, end), length, m.n_points)[:, self._coarse()]
+        stop = bank.end_times(rows, end)
+        start = np.maximum(stop - length, 0.0)
+        times = start[:, None] + (stop - start)[:, None] * self._coarse_fractions()[None, :]
         # Nearest grid sample, not interpolation: a prefilter needs ranks, not exact values,
         # and one gather of whole channel vectors is several times cheaper.
         steps = np.clip(np.rint(times / bank.grid.dt).astype(np.int64), 0,
                         bank.grid.values.shape[1] - 1)
-        windows = bank.grid.values[rows[:, None], steps] / m.scale_
-        initial = m.initial_[rows] / m.scale_
-        desc = np.concatenate([self._traj_weight() * windows.reshape(len(rows), -1),
-                               self._init_weight() * initial], axis=1)
-        desc = np.nan_to_num(desc.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-        return desc, np.einsum("ij,ij->i", desc, desc)
+        scale = (1.0 / m.scale_).astype(np.float32)
+        windows = bank.grid.values[rows[:, None], steps] * scale
+        initial = m.initial_[rows] * scale
+        desc = np.concatenate([np.float32(self._traj_weight()) * windows.reshape(len(rows), -1),
+                               np.float32(self._init_weight()) * initial], axis=1)
+        desc[~np.isfinite(desc)] = 0.0
+        return desc
+
+    def _query_vector(self, q: CandidateQuery) -> np.ndarray:
+        m = self.matcher_
+        window = q.window[self._coarse()] / m.scale_
+        vec = np.concatenate([self._traj_weight() * window.ravel(),
+                              self._init_weight() * (q.initial / m.scale_)]).astype(np.float32)
+        vec[~np.isfinite(vec)] = 0.0
+        return vec
 
     def _traj_weight(self) -> float:
         # The exact distance averages over n_points x n_channels: weight so that the
@@ -132,16 +148,8 @@ class DescriptorIndex:
         return float(np.sqrt(self.matcher_.initial_weight / n_ch))
 
     def _nearest(self, q: CandidateQuery, context: ContextTable, rows: np.ndarray,
-                 bank_context: ContextTable, base: np.ndarray,
-                 base_sq: np.ndarray) -> np.ndarray:
+                 bank_context: ContextTable, approx: np.ndarray) -> np.ndarray:
         m = self.matcher_
-        window = q.window[self._coarse()] / m.scale_
-        vec = np.concatenate([self._traj_weight() * window.ravel(),
-                              self._init_weight() * (q.initial / m.scale_)])
-        vec = np.nan_to_num(vec.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-        # One matrix-vector product per query (not one product per batch) so that the
-        # ranking of a query never depends on which other queries share its batch.
-        approx = base_sq - 2.0 * (base @ vec) + float(vec @ vec)
         ctx = context.distance(q.context_row, bank_context, m.numeric_scale_)
         approx = approx + m.context_weight * ctx
         if q.exclude is not None:
