@@ -1,8 +1,8 @@
 """``make bench``: generate the fleets, measure every stage, print the tables of README.md.
 
 Usage: ``python -m bench.run [--sizes s,m] [--engine local] [--no-matching]
-[--no-clustering] [--out bench/results/RESULTS.md]``. Each measurement runs in its own
-process (``bench.stages``) so that peak memory is that job's alone.
+[--no-clustering] [--with-report] [--out bench/results/RESULTS.md]``. Each measurement
+runs in its own process (``bench.stages``) so that peak memory is that job's alone.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ def _job(*args: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def measure_size(name: str, engine: str) -> list[str]:
+def measure_size(name: str, engine: str, with_report: bool) -> list[str]:
     """Generate (once) and measure fleet ``name``; the Markdown lines of its table."""
     size = SIZES[name]
     start = time.perf_counter()
     dataset = generate_fleet(name)
     gen_s = time.perf_counter() - start
     read = _job("read", str(dataset))
-    run = _job("analyze", str(dataset), engine)
+    run = _job("analyze", str(dataset), engine, *([] if with_report else ["--no-report"]))
     ratio = run["total_s"] / read["read_s"]
     lines = [
         f"### `{name}`: {size.n_real:,} real episodes, {size.n_sim:,} sim rollouts, "
@@ -104,12 +104,14 @@ def main() -> None:
     parser.add_argument("--no-clustering", action="store_true")
     parser.add_argument("--clustering-sizes", default="100000,1000000")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--with-report", action="store_true",
+                        help="also time the report (parameter attribution: slow at scale)")
     args = parser.parse_args()
     stamp = time.strftime("%Y-%m-%d %H:%M")
     lines = [f"## Fleet scale, {stamp}, Python {platform.python_version()}, "
              f"{platform.machine()}", "", f"`{' '.join(sys.argv)}`", ""]
     for name in args.sizes.split(","):
-        lines += measure_size(name, args.engine)
+        lines += measure_size(name, args.engine, args.with_report)
         print("\n".join(lines), flush=True)
     if not args.no_matching:
         lines += measure_matching(args.sizes.split(",")[0])
