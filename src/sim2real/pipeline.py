@@ -211,7 +211,7 @@ def fit_yardstick(
     channels = list(ds.channels)
     with stages.stage("resample sim rollouts", 1):
         sim_ids = sim["episode_id"].to_pylist()
-        dt = grid_step(ds, sim_ids[:200] + failures["episode_id"].to_pylist()[:200])
+        dt = max(grid_step(ds, sim_ids), grid_step(ds, failures["episode_id"].to_pylist()))
         durations = _durations(ds)
         sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids), executor)
     in_sim = np.isfinite(sim_full.values).any(axis=(0, 1))

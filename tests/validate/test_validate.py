@@ -34,9 +34,6 @@ def _split(key: dict, deployments: list[str]) -> tuple[list[str], list[str]]:
     return deployments[:i], deployments[i:]
 
 
-@pytest.mark.xfail(strict=False, reason="baseline clustering (cluster/density.py) currently "
-                   "splits the fixed system cause into two clusters of 7 and 10 events, each "
-                   "too small to shrink significantly; passes when it is one cluster")
 def test_fixed_cause_shrank_and_nothing_else_falls(standard: Path, tmp_path: Path) -> None:
     key = json.loads((standard / "answer_key.json").read_text())
     deployments = [f"w{i:02d}" for i in range(1, 9)]

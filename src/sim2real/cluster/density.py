@@ -2,39 +2,140 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.cluster import HDBSCAN
+from sklearn.neighbors import NearestNeighbors
 
+from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
-__all__ = ["FailureClusterer", "signature_features"]
+__all__ = ["SAMPLE_ABOVE", "FailureClusterer", "FeatureSpace", "signature_features"]
+
+# Above this many events HDBSCAN runs on a seeded sample of this size and every other event
+# is attached by the same nearest-member rule as HDBSCAN's own rim: HDBSCAN's cost grows
+# much faster than linearly (about 100 s for 100k events here), the attachment's almost
+# linearly. At or below it the clustering is exactly what it always was.
+SAMPLE_ABOVE = 10_000
+# More members than this: nearest members through a KD-tree instead of dense distance
+# blocks (the same distances, memory bounded for any number of events).
+_DENSE_MAX = 4_000
+
+
+@dataclass(frozen=True)
+class FeatureSpace:
+    """The space failures are clustered in.
+
+    Attributes:
+        values: ``(n_events, n_features)``.
+        groups: ``(n_events,)`` each event's primary cause family (its own taxonomy).
+        columns: group -> the feature columns clustered within that group.
+        vocabulary: the unseen context values and the suspicious ``sys.*`` values that have
+            a column each, in column order; new events are placed with the same columns.
+    """
+
+    values: np.ndarray
+    groups: np.ndarray
+    columns: dict[str, np.ndarray]
+    vocabulary: tuple[tuple[str, ...], tuple[str, ...]]
+
+    def take(self, rows: np.ndarray) -> FeatureSpace:
+        """The same space restricted to events ``rows``."""
+        return FeatureSpace(self.values[rows], self.groups[rows], self.columns,
+                            self.vocabulary)
+
+    @staticmethod
+    def concat(parts: list[FeatureSpace]) -> FeatureSpace:
+        """Events of several spaces built from the same signature layout, stacked."""
+        return FeatureSpace(np.vstack([p.values for p in parts]),
+                            np.concatenate([p.groups for p in parts]), parts[0].columns,
+                            parts[0].vocabulary)
+
+
+# Feature vectors are capped at this norm (see _cap); an event this close to a cluster's
+# member belongs to it even where the cluster's dense core is tighter.
+MAX_NORM = 1.5
+_MIN_REACH = MAX_NORM / 1.5
 
 
 def signature_features(
-    sig: Signatures, deadband: float = 3.0, max_norm: float = 1.5
-) -> np.ndarray:
-    """``(n_events, n_features)`` the space failures are clustered in.
+    sig: Signatures,
+    like: FeatureSpace | None = None,
+    deadband: float = 3.0,
+    max_norm: float = MAX_NORM,
+) -> FeatureSpace:
+    """Place every event in the clustering space.
 
-    Channel effects (sigma units) lose a dead band of ``deadband`` (what sim-vs-sim comparisons
-    show routinely) and are log-compressed, so a cause whose size grows over deployments
-    stays one elongated cluster and sim-like failures collapse near the origin; then one
-    feature per context column's novelty. Suspicious ``sys.*`` values are left out: they
-    mark every failure of a robot, whatever its cause, and would split real clusters.
+    Pass ``like`` (the space of the events a clusterer was fitted on) to place new events
+    in that same space, whose one-hot columns are that space's vocabulary.
+
+    Channel effects (sigma units) lose a dead band of ``deadband`` (what sim-vs-sim
+    comparisons show routinely) and are log-compressed, so a cause whose size grows over
+    deployments stays one elongated cluster and sim-like failures collapse near the origin.
+    Then come one column per context column's novelty, one per unseen context value and one
+    per suspicious ``sys.*`` value.
+
+    Each event's group is its own primary family (:func:`event_families`): a cause shows
+    consistently in its own family while its consequences vary (dim light ends in missed
+    picks or in collisions), so events are clustered within their group, on the columns
+    that describe that family. Two causes of one family (heavy objects at one site, worn
+    pads at another) still separate on those columns.
     """
-    effects = sig.effects
-    if not len(effects):
-        return np.zeros((0, 1))
-    shrunk = np.sign(effects) * np.log1p(np.maximum(np.abs(effects) - deadband, 0.0))
-    novelty = [np.log1p(v) for v in sig.novelty.scores.values()]
-    features = np.column_stack([shrunk, *novelty])
-    # Past ``max_norm`` only the direction counts: which signals deviate, and which way.
-    # A cause that grows over deployments then stays one cluster instead of a trail.
-    norm = np.linalg.norm(features, axis=1, keepdims=True)
-    return features * np.minimum(1.0, max_norm / np.maximum(norm, 1e-12))
+    n = len(sig.episode_ids)
+    families = np.array(sig.channel_families)
+    shrunk = np.sign(sig.effects) * np.log1p(np.maximum(np.abs(sig.effects) - deadband, 0.0))
+    novelty = np.column_stack([np.log1p(v) for v in sig.novelty.scores.values()]) \
+        if sig.novelty.scores else np.zeros((n, 0))
+    vocabulary = like.vocabulary if like is not None else (
+        tuple(sorted({v for row in sig.novelty.values for v in row})),
+        tuple(sorted({v for row in sig.sys_values for v in row})))
+    unseen = _one_hot(sig.novelty.values, vocabulary[0], max_norm)
+    flagged = _one_hot(sig.sys_values, vocabulary[1], max_norm)
+    blocks = [shrunk, novelty, unseen, flagged]
+    offsets = np.cumsum([0] + [b.shape[1] for b in blocks])
+    span = {name: np.arange(offsets[i], offsets[i + 1])
+            for i, name in enumerate(("channels", "novelty", "unseen", "flagged"))}
+    channel_cols = span["channels"]
+    columns = {
+        "perception_drift": channel_cols[families == "perception"],
+        "dynamics_mismatch": channel_cols[families == "dynamics"],
+        "deployment_system_noise": np.concatenate([channel_cols[families == "system"],
+                                                   span["flagged"]]),
+        "task_scope_overflow": np.concatenate([span["novelty"], span["unseen"]]),
+        "unexplained": channel_cols,
+    }
+    values = np.column_stack(blocks) if n else np.zeros((0, int(offsets[-1])))
+    groups = event_families(sig)
+    for group, cols in columns.items():
+        rows = groups == group
+        if rows.any() and cols.size:
+            values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
+    return FeatureSpace(values, groups, columns, vocabulary)
 
 
-class FailureClusterer:
-    """HDBSCAN over signature features; events in no dense region get label -1.
+def _cap(block: np.ndarray, max_norm: float) -> np.ndarray:
+    """Past ``max_norm`` only the direction counts: which signals deviate, which way. A
+    cause that grows over deployments then stays one cluster instead of a trail."""
+    norm = np.linalg.norm(block, axis=1, keepdims=True)
+    return block * np.minimum(1.0, max_norm / np.maximum(norm, 1e-12))
+
+
+def _one_hot(values: list[list[str]], names: tuple[str, ...], weight: float) -> np.ndarray:
+    """One column per name, ``weight`` where an event has it (other strings are ignored)."""
+    out = np.zeros((len(values), len(names)))
+    index = {name: j for j, name in enumerate(names)}
+    for i, row in enumerate(values):
+        for v in row:
+            if v in index:
+                out[i, index[v]] = weight
+    return out
+
+
+class _DensityClusterer:
+    """HDBSCAN over one group's features; events in no dense region get label -1.
+
+    A group may hold a single cause, so a single cluster is allowed.
 
     HDBSCAN calls the sparse rim of a cluster noise; an event is attached to a cluster when
     it lies no farther from the cluster's nearest member than the cluster's own members lie
@@ -45,13 +146,22 @@ class FailureClusterer:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
             number of events (2 %, at least 5).
         min_samples: neighbourhood size of the density estimate.
+        sample_above: more events than this are clustered through a seeded sample of this
+            size (cluster size scaled to it); see :data:`SAMPLE_ABOVE`.
+        seed: chooses that sample.
     """
 
-    def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4) -> None:
+    def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
+                 sample_above: int = SAMPLE_ABOVE, seed: int = 0,
+                 min_reach: float = 0.0, merge_cosine: float = 1.0) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
+        self.sample_above = sample_above
+        self.seed = seed
+        self.min_reach = min_reach
+        self.merge_cosine = merge_cosine
 
-    def fit(self, features: np.ndarray) -> FailureClusterer:
+    def fit(self, features: np.ndarray) -> _DensityClusterer:
         """Cluster ``features`` ``(n_events, n_features)``; sets ``labels_``."""
         n = features.shape[0]
         size = self.min_cluster_size or max(5, round(0.02 * n))
@@ -60,12 +170,27 @@ class FailureClusterer:
         self.reach_: dict[int, float] = {}
         if n < size:
             return self
-        model = HDBSCAN(min_cluster_size=size, min_samples=min(self.min_samples, n - 1),
-                        copy=True)
-        dense = model.fit_predict(features)
-        self.reach_ = {c: _reach(features[dense == c]) for c in sorted(set(dense) - {-1})}
+        dense = _merge_aligned(features, self._dense(features, size), self.merge_cosine)
+        self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach)
+                       for c in sorted(set(dense) - {-1})}
         self.labels_ = np.where(dense >= 0, dense, self._attach(features, dense))
         return self
+
+    def _dense(self, features: np.ndarray, size: int) -> np.ndarray:
+        """HDBSCAN's labels: of every event, or (many events) of a sample, -1 elsewhere."""
+        n = features.shape[0]
+        if n <= self.sample_above:
+            model = HDBSCAN(min_cluster_size=size, min_samples=min(self.min_samples, n - 1),
+                            allow_single_cluster=True, copy=True)
+            return model.fit_predict(features)
+        m = self.sample_above
+        sample = np.sort(np.random.default_rng(self.seed).choice(n, size=m, replace=False))
+        scaled = max(5, round(size * m / n))
+        model = HDBSCAN(min_cluster_size=scaled, min_samples=min(self.min_samples, m - 1),
+                        allow_single_cluster=True, copy=True)
+        dense = np.full(n, -1)
+        dense[sample] = model.fit_predict(features[sample])
+        return dense
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """Assign new events ``(n, n_features)`` to the fitted clusters, -1 where none fits."""
@@ -77,6 +202,11 @@ class FailureClusterer:
             return np.full(features.shape[0], -1)
         members = self.features_[clustered]
         member_labels = labels[clustered]
+        if members.shape[0] > _DENSE_MAX:
+            dist, nearest = _nearest_tree(members, features, 1)
+            label = member_labels[nearest[:, 0]]
+            reach = np.array([self.reach_[c] for c in label])
+            return np.where(dist[:, 0] <= reach, label, -1)
         out = np.full(features.shape[0], -1)
         for start in range(0, features.shape[0], 1024):
             block = features[start : start + 1024]
@@ -89,10 +219,101 @@ class FailureClusterer:
         return out
 
 
+class FailureClusterer:
+    """Density clusters of failures within each primary-family group (see
+    :func:`signature_features`); events that fit no cluster get label -1.
+
+    Args:
+        min_cluster_size: smallest group called a cluster; ``None`` scales it with the
+            number of events (2 %, at least 5).
+        min_samples: neighbourhood size of the density estimate.
+        sample_above: more events than this in a group are clustered through a seeded
+            sample of this size; see :data:`SAMPLE_ABOVE`.
+        seed: chooses that sample.
+    """
+
+    def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
+                 sample_above: int = SAMPLE_ABOVE, seed: int = 0) -> None:
+        self.min_cluster_size = min_cluster_size
+        self.min_samples = min_samples
+        self.sample_above = sample_above
+        self.seed = seed
+
+    def fit(self, space: FeatureSpace) -> FailureClusterer:
+        """Cluster every group; sets ``labels_`` (cluster numbers unique across groups)."""
+        n = space.values.shape[0]
+        size = self.min_cluster_size or max(5, round(0.02 * n))
+        self.labels_ = np.full(n, -1)
+        self.models_: dict[str, tuple[_DensityClusterer, int]] = {}
+        offset = 0
+        for group in sorted(space.columns):
+            rows = np.flatnonzero(space.groups == group)
+            cols = space.columns[group]
+            if rows.size == 0 or cols.size == 0:
+                continue
+            model = _DensityClusterer(size, self.min_samples, self.sample_above, self.seed,
+                                      min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE)
+            model.fit(space.values[np.ix_(rows, cols)])
+            self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
+            self.models_[group] = (model, offset)
+            offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
+        return self
+
+    def predict(self, space: FeatureSpace) -> np.ndarray:
+        """Assign new events to the fitted clusters of their group, -1 where none fits."""
+        out = np.full(space.values.shape[0], -1)
+        for group, (model, offset) in self.models_.items():
+            rows = np.flatnonzero(space.groups == group)
+            if rows.size == 0:
+                continue
+            found = model.predict(space.values[np.ix_(rows, space.columns[group])])
+            out[rows] = np.where(found >= 0, found + offset, -1)
+        return out
+
+
+# Clusters of one group whose mean deviations point the same way (cosine at least this)
+# are one cause seen at different strengths: early weeks of a dimming light move one
+# perception channel, later weeks all of them.
+MERGE_COSINE = 0.7
+
+
+def _merge_aligned(features: np.ndarray, labels: np.ndarray, cosine: float) -> np.ndarray:
+    """Merge clusters whose centroid directions agree, most aligned pair first."""
+    labels = labels.copy()
+    while True:
+        ids = sorted(set(labels.tolist()) - {-1})
+        if len(ids) < 2:
+            return labels
+        centres = np.stack([features[labels == c].mean(axis=0) for c in ids])
+        norms = np.linalg.norm(centres, axis=1, keepdims=True)
+        unit = centres / np.maximum(norms, 1e-12)
+        sim = unit @ unit.T
+        np.fill_diagonal(sim, -np.inf)
+        a, b = np.unravel_index(np.argmax(sim), sim.shape)
+        if sim[a, b] < cosine:
+            return _renumber(labels)
+        labels[labels == ids[b]] = ids[a]
+
+
+def _renumber(labels: np.ndarray) -> np.ndarray:
+    ids = sorted(set(labels.tolist()) - {-1})
+    lookup = {c: i for i, c in enumerate(ids)}
+    return np.array([lookup.get(c, -1) for c in labels.tolist()], dtype=int)
+
+
 def _reach(members: np.ndarray) -> float:
     """The largest distance from a member to its nearest fellow member."""
     if len(members) < 2:
         return 0.0
+    if len(members) > _DENSE_MAX:
+        dist, _ = _nearest_tree(members, members, 2)
+        return float(dist[:, 1].max())
     dist = np.linalg.norm(members[:, None, :] - members[None, :, :], axis=2)
     np.fill_diagonal(dist, np.inf)
     return float(dist.min(axis=1).max())
+
+
+def _nearest_tree(members: np.ndarray, queries: np.ndarray,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and indices of the ``k`` nearest ``members`` of each query (KD-tree)."""
+    return NearestNeighbors(n_neighbors=k).fit(members).kneighbors(queries)

@@ -10,7 +10,7 @@ import numpy as np
 from sim2real.drift.compute import Signatures
 from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES
 
-__all__ = ["ClusterLabel", "label_cluster", "top_channels"]
+__all__ = ["ClusterLabel", "event_families", "label_cluster", "primary_family", "top_channels"]
 
 # Calibrated scores: 1 is sim's own variability. 2.5x is where a family "deviates".
 SIGNIFICANT = 2.5
@@ -46,14 +46,17 @@ def label_cluster(
     """Label the events ``rows`` of ``sig`` as one cluster.
 
     The rule a careful engineer would follow: unseen context first (nothing else can be
-    trusted where sim never went); infrastructure next when system channels or suspicious
-    configs stand out; otherwise the deviating family among perception and dynamics, and
-    where both deviate, the one that deviates first in the window (a perception error
-    precedes the dynamics it causes). No family beyond sim's own variability: unexplained.
+    trusted where sim never went); otherwise, among the families that deviate, the one that
+    deviates first in the window (a perception error precedes the dynamics it causes, a
+    latency spike the tracking error), infrastructure first on a tie, then the larger. No
+    family beyond sim's own variability: unexplained (or infrastructure, when the events
+    run under a suspicious ``sys.*`` value).
     """
-    per_event = [_decide(sig.family_scores[i], sig.onset[i]) for i in rows]
-    taxonomy = _decide(np.median(sig.family_scores[rows], axis=0),
-                       np.median(sig.onset[rows], axis=0))
+    per_event = event_families(sig, rows)
+    medians = np.median(sig.family_scores[rows], axis=0)
+    medians[SCORE_FAMILIES.index("system")] = np.median(sig.system_channels[rows])
+    taxonomy = primary_family(medians, np.median(sig.onset[rows], axis=0),
+                              float(np.median(sig.sys_evidence[rows])))
     agree = float(np.mean([t == taxonomy for t in per_event]))
     medians = {f: float(v) for f, v in zip(SCORE_FAMILIES, np.median(sig.family_scores[rows],
                                                                       axis=0), strict=True)}
@@ -69,7 +72,16 @@ def label_cluster(
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 
 
-def _decide(family: np.ndarray, onset: np.ndarray) -> str:
+def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 0.0) -> str:
+    """The taxonomy that one set of scores points to (an event's, or a cluster's medians).
+
+    Args:
+        family: scores in :data:`SCORE_FAMILIES` order; ``system`` from channels alone.
+        onset: first deviating segment per channel family.
+        sys_evidence: over-representation of failures under the event's ``sys.*`` values.
+            It marks every failure of a robot whatever the cause, so it decides only where
+            no channel family deviates (a stale config whose effect telemetry misses).
+    """
     score = dict(zip(SCORE_FAMILIES, family, strict=True))
     first = dict(zip(CHANNEL_FAMILIES, onset, strict=True))
     if score["task_scope"] >= SIGNIFICANT:
@@ -77,7 +89,7 @@ def _decide(family: np.ndarray, onset: np.ndarray) -> str:
     deviating = {f: score[f] for f in ("perception", "dynamics", "system")
                  if score[f] >= SIGNIFICANT}
     if not deviating:
-        return "unexplained"
+        return _FAMILY_TAXONOMY["system"] if sys_evidence >= SIGNIFICANT else "unexplained"
     if "system" in deviating and deviating["system"] >= 0.5 * max(deviating.values()):
         return _FAMILY_TAXONOMY["system"]
     both = "perception" in deviating and "dynamics" in deviating
@@ -86,6 +98,18 @@ def _decide(family: np.ndarray, onset: np.ndarray) -> str:
         return _FAMILY_TAXONOMY[winner]
     physical = {f: v for f, v in deviating.items() if f != "system"}
     return _FAMILY_TAXONOMY[max(physical, key=physical.__getitem__)]
+
+
+def event_families(sig: Signatures, rows: np.ndarray | None = None) -> np.ndarray:
+    """``(n,)`` :func:`primary_family` of each event (all events when ``rows`` is None)."""
+    rows = np.arange(len(sig.episode_ids)) if rows is None else rows
+    system = SCORE_FAMILIES.index("system")
+    out = []
+    for i in rows:
+        scores = sig.family_scores[i].copy()
+        scores[system] = sig.system_channels[i]
+        out.append(primary_family(scores, sig.onset[i], float(sig.sys_evidence[i])))
+    return np.array(out, dtype=object)
 
 
 def _where(rows: np.ndarray, robots: np.ndarray, sites: np.ndarray) -> str:

@@ -46,7 +46,8 @@ class ScoreCard:
 
 def load_answer_key(path: str | Path) -> dict[str, object]:
     """Read ``answer_key.json``."""
-    return json.loads(Path(path).read_text())  # type: ignore[no-any-return]
+    key: dict[str, object] = json.loads(Path(path).read_text())
+    return key
 
 
 def score_report(report: ReportModel, key: dict[str, object]) -> ScoreCard:

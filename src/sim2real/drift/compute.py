@@ -73,6 +73,9 @@ class Signatures:
         onset: ``(n, 4)`` first deviating segment per channel family.
         novelty: the task-scope part.
         sys_values: per event, the over-represented ``sys.*`` values it carries.
+        sys_evidence: ``(n,)`` the strongest of those values' evidence (0 for none).
+        system_channels: ``(n,)`` the system family's score from its channels alone; the
+            system family score is the larger of this and ``sys_evidence``.
         drift_score: ``(n,)``.
         nearest: per event, the matched sim episode IDs, nearest first.
     """
@@ -86,6 +89,8 @@ class Signatures:
     onset: np.ndarray
     novelty: Novelty
     sys_values: list[list[str]]
+    sys_evidence: np.ndarray
+    system_channels: np.ndarray
     drift_score: np.ndarray
     nearest: list[list[str]]
 
@@ -235,17 +240,21 @@ def signatures(
     drift = np.zeros(n)
     task_scope = novelty.total
     flagged: list[list[str]] = []
+    evidence = np.zeros(n)
+    channel_system = np.zeros(n)
     system = SCORE_FAMILIES.index("system")
     for i, d in enumerate(diffs):
         z[i], effects[i], family[i, :system + 1], onset[i] = scorer.score(d)
         hits = [f for f in findings if f.task == tasks[i] and sys_rows[i].get(f.column) == f.value]
         flagged.append([f"{f.column}={f.value}" for f in hits])
-        if hits:
-            family[i, system] = max(family[i, system], max(f.evidence for f in hits))
+        evidence[i] = max((f.evidence for f in hits), default=0.0)
+        channel_system[i] = family[i, system]
+        family[i, system] = max(family[i, system], evidence[i])
         family[i, -1] = task_scope[i]
         drift[i] = scorer.drift(family[i, :system + 1], float(task_scope[i]))
     return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z, effects,
-                      family, onset, novelty, flagged, drift, nearest)
+                      family, onset, novelty, flagged, evidence, channel_system, drift,
+                      nearest)
 
 
 def _against_successes(

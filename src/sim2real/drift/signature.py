@@ -17,6 +17,7 @@ import numpy as np
 __all__ = ["SCORE_FAMILIES", "DriftScorer", "SegmentDiff", "segment_diff"]
 
 CHANNEL_FAMILIES = ("perception", "dynamics", "policy", "system")
+_MIN_RELATIVE_SPREAD = 0.1
 SCORE_FAMILIES = (*CHANNEL_FAMILIES, "task_scope")
 
 
@@ -84,12 +85,22 @@ class DriftScorer:
         self.top_channels = top_channels
         self.onset_threshold = onset_threshold
 
-    def fit(self, null: list[SegmentDiff]) -> DriftScorer:
-        """Learn the pooled spread and the null medians that calibrate every score."""
+    def fit(self, null: list[SegmentDiff], channel_scale: np.ndarray) -> DriftScorer:
+        """Learn the pooled spread and the null medians that calibrate every score.
+
+        Args:
+            null: comparisons where no gap exists (sim vs sim, success vs success).
+            channel_scale: ``(n_channels,)`` each channel's spread over all of the
+                reference data. A tenth of it bounds the pooled spread from below: where sim
+                is nearly deterministic (a closed gripper's force), a tiny spread would
+                turn any difference into hundreds of sigma.
+        """
         spreads = np.stack([d.spread for d in null])
         with _quiet():
             floor = np.nanmedian(np.where(spreads > 0, spreads, np.nan), axis=0)
-        self.floor_ = np.where(np.isfinite(floor) & (floor > 0), floor, 1.0)
+        floor = np.where(np.isfinite(floor) & (floor > 0), floor, 0.0)
+        lower = _MIN_RELATIVE_SPREAD * np.where(channel_scale > 0, channel_scale, 1.0)
+        self.floor_ = np.maximum(floor, lower[None, :])
         self.family_scale_ = np.ones(len(CHANNEL_FAMILIES))
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0

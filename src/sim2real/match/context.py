@@ -18,11 +18,14 @@ class ContextTable:
         size: number of episodes.
         categorical: column name -> ``(n,)`` object array of strings (None where missing).
         numeric: column name -> ``(n,)`` float array (NaN where missing).
+        symptom: ``(n,)`` the ``failure_label`` of failed episodes, None elsewhere: what was
+            seen to go wrong, matched like context but never a novelty.
     """
 
     size: int
     categorical: dict[str, np.ndarray]
     numeric: dict[str, np.ndarray]
+    symptom: np.ndarray | None = None
 
     def take(self, rows: np.ndarray) -> ContextTable:
         """The same columns restricted to ``rows``."""
@@ -30,6 +33,7 @@ class ContextTable:
             len(rows),
             {k: v[rows] for k, v in self.categorical.items()},
             {k: v[rows] for k, v in self.numeric.items()},
+            None if self.symptom is None else self.symptom[rows],
         )
 
     def distance(
@@ -71,4 +75,14 @@ def context_table(episodes: pa.Table) -> ContextTable:
         else:
             values = column.cast(pa.string()).to_pylist()
             categorical[name] = np.array(values, dtype=object)
-    return ContextTable(episodes.num_rows, categorical, numeric)
+    return ContextTable(episodes.num_rows, categorical, numeric, _symptoms(episodes))
+
+
+def _symptoms(episodes: pa.Table) -> np.ndarray:
+    n = episodes.num_rows
+    if "failure_label" not in episodes.column_names or "outcome" not in episodes.column_names:
+        return np.full(n, None, dtype=object)
+    labels = episodes["failure_label"].cast(pa.string()).to_pylist()
+    failed = [o == "failure" for o in episodes["outcome"].to_pylist()]
+    return np.array([lab if f else None for lab, f in zip(labels, failed, strict=True)],
+                    dtype=object)

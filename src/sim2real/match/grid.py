@@ -64,9 +64,10 @@ class SignalGrid:
 
 
 def grid_step(dataset: Dataset, episode_ids: Sequence[str]) -> float:
-    """The coarsest median sample interval among the given episodes' sources.
+    """The median sample interval of the given episodes (a sample of at most 200).
 
-    Resampling finer than the coarsest source would invent detail it never recorded.
+    Call it per source and keep the largest: resampling finer than the coarsest source
+    would invent detail it never recorded.
     """
     sample = list(episode_ids[:: max(1, len(episode_ids) // 200)])
     table = dataset.read_signals(sample, columns=[])
@@ -75,7 +76,8 @@ def grid_step(dataset: Dataset, episode_ids: Sequence[str]) -> float:
     order = np.lexsort((t, codes))
     same = codes[order][1:] == codes[order][:-1]
     gaps = np.diff(t[order])[same]
-    return float(np.median(gaps)) if gaps.size else 0.1
+    # Rounded so that 1/50 s reads 0.02, not the float noise of the recorded stamps.
+    return float(f"{np.median(gaps):.4g}") if gaps.size else 0.1
 
 
 def build_grid(

@@ -76,6 +76,7 @@ class RolloutMatcher:
         n_points: samples per window.
         context_weight: weight of the context term.
         initial_weight: weight of the initial-state term.
+        symptom_weight: penalty for a rollout whose failure label differs from the query's.
     """
 
     def __init__(
@@ -84,11 +85,13 @@ class RolloutMatcher:
         n_points: int = 32,
         context_weight: float = 1.0,
         initial_weight: float = 0.5,
+        symptom_weight: float = 1.0,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_points = n_points
         self.context_weight = context_weight
         self.initial_weight = initial_weight
+        self.symptom_weight = symptom_weight
 
     def fit(self, bank: RolloutBank) -> RolloutMatcher:
         """Learn each channel's spread and each context number's spread over the rollouts."""
@@ -153,6 +156,11 @@ class RolloutMatcher:
         init = _mean_sq(((self.initial_[rows] - initial[None]) / self.scale_)[:, None, :])
         ctx = context.distance(context_row, bank.context.take(rows), self.numeric_scale_)
         total = traj + self.initial_weight * init + self.context_weight * ctx
+        symptom = None if context.symptom is None else context.symptom[context_row]
+        if symptom is not None and bank.context.symptom is not None:
+            # A real failure that sim also shows (the same symptom, a similar run) must
+            # meet those sim failures, so that only what sim cannot explain remains.
+            total = total + self.symptom_weight * (bank.context.symptom[rows] != symptom)
         k = min(self.n_neighbors, rows.size)
         nearest = np.argsort(total, kind="stable")[:k]
         return Match(rows[nearest], total[nearest], candidates[nearest])

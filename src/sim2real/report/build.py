@@ -190,7 +190,7 @@ def _finite(x: float) -> float | None:
 
 def _signature_table(diagnosis: Diagnosis, cluster_of: np.ndarray) -> pa.Table:
     sig = diagnosis.signatures
-    features = diagnosis.features
+    features = diagnosis.features.values
     if features.shape[0] >= 2 and features.shape[1] >= 2 and np.ptp(features, axis=0).any():
         embed = PCA(n_components=2, random_state=0).fit_transform(features)
     else:
@@ -219,8 +219,8 @@ def _traces(diagnosis: Diagnosis, findings: list[ClusterFinding]) -> pa.Table:
                                         ("event_id", "episode_id", "role", "channel", "t",
                                          "value")}
     for f in findings:
-        centre = np.median(diagnosis.features[f.rows], axis=0)
-        dist = np.linalg.norm(diagnosis.features[f.rows] - centre, axis=1)
+        values = diagnosis.features.values[f.rows]
+        dist = np.linalg.norm(values - np.median(values, axis=0), axis=1)
         shown = f.rows[np.argsort(dist, kind="stable")[:_TRACE_EVENTS]]
         channels = [c for c, _, _ in f.label.top_channels][:_TRACE_CHANNELS]
         for i in shown:

@@ -33,7 +33,7 @@ from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.rates import power_poisson_ratio_2indep, test_poisson_2indep
 
 from sim2real._progress import Stages
-from sim2real.cluster.density import FailureClusterer, signature_features
+from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.dataset import Dataset, load_dataset
@@ -93,10 +93,11 @@ def validate(
     base_labels = diagnosis.clusterer.predict(diagnosis.features)
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
-        cand_features = signature_features(sig)
+        cand_features = signature_features(sig, like=diagnosis.features)
         cand_labels = diagnosis.clusterer.predict(cand_features)
     else:
-        cand_features, cand_labels = np.zeros((0, diagnosis.features.shape[1])), np.zeros(0, int)
+        cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
+        cand_labels = np.zeros(0, int)
     tests = []
     for f, identity in zip(findings, ids, strict=True):
         b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
@@ -115,17 +116,18 @@ def validate(
     return result
 
 
-def _new_groups(diagnosis: Diagnosis, base_labels: np.ndarray, cand_features: np.ndarray,
+def _new_groups(diagnosis: Diagnosis, base_labels: np.ndarray, cand_features: FeatureSpace,
                 cand_labels: np.ndarray, config: AnalysisConfig) -> list[tuple[str, int, int]]:
     """Dense groups among the failures no baseline cluster takes, from both sides."""
     base_left = np.flatnonzero(base_labels < 0)
     cand_left = np.flatnonzero(cand_labels < 0)
     if cand_left.size == 0:
         return []
-    pooled = np.vstack([diagnosis.features[base_left], cand_features[cand_left]])
+    pooled = FeatureSpace.concat([diagnosis.features.take(base_left),
+                                  cand_features.take(cand_left)])
     size = config.min_cluster_size or max(5, round(0.02 * len(diagnosis.labels)))
     labels = FailureClusterer(size).fit(pooled).labels_
-    is_cand = np.arange(len(pooled)) >= base_left.size
+    is_cand = np.arange(len(pooled.values)) >= base_left.size
     groups = []
     sig = diagnosis.signatures
     for g in sorted(set(labels.tolist()) - {-1}):
