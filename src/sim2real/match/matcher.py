@@ -95,8 +95,10 @@ class RolloutMatcher:
 
     def fit(self, bank: RolloutBank) -> RolloutMatcher:
         """Learn each channel's spread and each context number's spread over the rollouts."""
-        values = bank.grid.values.reshape(-1, bank.grid.values.shape[-1])
-        scale = np.nanstd(values, axis=0)
+        if bank.grid.values.shape[0] > PREFILTER_MIN_ROLLOUTS:
+            scale = _chunked_std(bank.grid.values)
+        else:
+            scale = np.nanstd(bank.grid.values.reshape(-1, bank.grid.values.shape[-1]), axis=0)
         self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
         self.initial_ = bank.grid.values[:, 0, :]
         self.numeric_scale_ = {
@@ -173,3 +175,23 @@ def _mean_sq(diff: np.ndarray) -> np.ndarray:
     count = valid.sum(axis=1)
     total = np.where(valid, sq, 0.0).sum(axis=1)
     return np.where(count > 0, total / np.maximum(count, 1), np.inf)
+
+
+def _chunked_std(values: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """``(n_channels,)`` NaN-ignoring standard deviation of ``(n, n_steps, n_channels)``.
+
+    For large banks: float64 sums over chunks of rollouts, instead of ``np.nanstd``'s
+    several full-size temporaries (same value up to rounding).
+    """
+    n_ch = values.shape[-1]
+    count, total, squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
+    for start in range(0, values.shape[0], chunk):
+        block = values[start : start + chunk].reshape(-1, n_ch).astype(np.float64)
+        finite = np.isfinite(block)
+        block[~finite] = 0.0
+        count += finite.sum(axis=0)
+        total += block.sum(axis=0)
+        squares += np.square(block).sum(axis=0)
+    mean = total / np.maximum(count, 1)
+    var = np.maximum(squares / np.maximum(count, 1) - mean**2, 0.0)
+    return np.where(count > 0, np.sqrt(var), np.nan)
