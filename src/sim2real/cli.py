@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from sim2real._version import __version__
 from sim2real.errors import InputError, Sim2RealError
-
-if TYPE_CHECKING:
-    from sim2real.report.snapshot import Report
 
 
 class _Group(click.Group):
@@ -104,28 +100,9 @@ def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighb
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
                          engine=engine, address=address)
     if not quiet:
-        _print_summary(report, out)
+        from sim2real.report.console import print_report
 
-
-def _print_summary(report: Report, out: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    model = report.model
-    table = Table(title=f"{model.dataset.failures} real failures, "
-                        f"{len(model.clusters)} clusters", title_justify="left")
-    for column in ("cluster", "taxonomy", "conf.", "size", "growth/dep.", "top channels"):
-        table.add_column(column)
-    for c in model.clusters:
-        marker = " *" if c.cluster_id == model.fastest_growing else ""
-        table.add_row(c.cluster_id + marker, c.taxonomy, f"{c.confidence:.2f}", str(c.size),
-                      f"{c.trend.growth:+.2f}",
-                      ", ".join(t.channel for t in c.top_channels[:3]))
-    console = Console()
-    console.print(table)
-    if model.fastest_growing:
-        console.print(f"* fastest growing: {model.fastest_growing}")
-    console.print(f"report: {(out / 'report.html').resolve()}")
+        print_report(report, out)
 
 
 # Commands live with the stage that owns them; this module only gathers them.

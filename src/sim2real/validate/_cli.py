@@ -48,8 +48,6 @@ def validate(dataset: Path, baseline: list[str], candidate: list[str], out: Path
     stages = Stages(enabled=not quiet)
     result = run_validate(dataset, baseline, candidate, out=out, stages=stages)
     if not quiet:
-        for c in result.model.clusters:
-            ratio = "-" if c.rate_ratio is None else f"x{c.rate_ratio:.2f}"
-            click.echo(f"{c.cluster_id:>5} {c.taxonomy:<24} {c.baseline.failures:>4} -> "
-                       f"{c.candidate.failures:<4} {ratio:>7}  {c.verdict}")
-        click.echo(f"wrote {out / 'validation.json'} and {out / 'validation.html'}")
+        from sim2real.report.console import print_validation
+
+        print_validation(result, out)
