@@ -3,6 +3,7 @@
 >>> import sim2real
 >>> report = sim2real.analyze("my-dataset", out="out")   # doctest: +SKIP
 >>> report                                              # renders in a notebook
+>>> sim2real.validate("my-dataset", ["w05"], ["w06"])    # doctest: +SKIP
 """
 
 from sim2real._version import __version__
@@ -10,6 +11,10 @@ from sim2real.api import analyze
 from sim2real.dataset import Dataset, load_dataset, write_dataset
 from sim2real.pipeline import AnalysisConfig
 from sim2real.report import Report, ReportModel, Validation, ValidationModel
+
+# The function shadows its subpackage's name on purpose: ``sim2real.validate(...)`` mirrors
+# ``sim2real validate``; the subpackage stays importable as ``sim2real.validate.compare``.
+from sim2real.validate.compare import validate
 
 __all__ = [
     "AnalysisConfig",
@@ -21,5 +26,6 @@ __all__ = [
     "__version__",
     "analyze",
     "load_dataset",
+    "validate",
     "write_dataset",
 ]
