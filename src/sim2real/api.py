@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from sim2real._progress import Stages
 from sim2real.dataset import Dataset
 from sim2real.pipeline import AnalysisConfig, diagnose
-from sim2real.report.build import build_report
+from sim2real.report.build import build_report, with_check_evidence
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report
+from sim2real.sim.check import check_evidence
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
@@ -34,7 +35,9 @@ def analyze(
 
     Args:
         dataset: a dataset folder (see the dataset format) or a loaded :class:`Dataset`.
-        out: when given, write ``report.json``, ``report.html`` and the plotted tables there.
+        out: when given, write ``report.json``, ``report.html`` and the plotted tables there;
+            counterfactual checks already there (``sim2real check``) become evidence of the
+            actions they tested.
         previous: an earlier ``report.json`` (or its model) whose cluster IDs to keep.
         config: analysis settings; defaults suit most fleets.
         seed: overrides ``config.seed``; the same input and seed give the same report.
@@ -62,6 +65,7 @@ def analyze(
     diagnosis = diagnose(dataset, config, stages=Stages(enabled=progress), executor=executor)
     report = build_report(diagnosis, old)
     if out is not None:
+        report = with_check_evidence(report, check_evidence(out))
         report.save(out)
     return report
 

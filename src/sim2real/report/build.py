@@ -31,7 +31,13 @@ from sim2real.report.model import (
 )
 from sim2real.report.snapshot import Report
 
-__all__ = ["ClusterFinding", "build_report", "exposure", "find_clusters"]
+__all__ = [
+    "ClusterFinding",
+    "build_report",
+    "exposure",
+    "find_clusters",
+    "with_check_evidence",
+]
 
 _TRACE_EVENTS = 3
 _TRACE_CHANNELS = 6
@@ -107,6 +113,32 @@ def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None) -> R
     )
     return Report(model, _signature_table(diagnosis, cluster_of),
                   _traces(diagnosis, findings))
+
+
+def with_check_evidence(report: Report, evidence: dict[str, str]) -> Report:
+    """The report with counterfactual-check results added to the actions they tested.
+
+    Args:
+        report: a built report.
+        evidence: cluster ID -> what the checks on it found
+            (:func:`sim2real.sim.check.check_evidence`).
+    """
+    if not evidence:
+        return report
+    clusters = []
+    for c in report.model.clusters:
+        text = evidence.get(c.cluster_id)
+        if not text or not c.actions:
+            clusters.append(c)
+            continue
+        tested = next((i for i, a in enumerate(c.actions) if a.target.startswith("param.")), 0)
+        action = c.actions[tested]
+        joined = f"{action.evidence} {text}" if action.evidence else text
+        actions = list(c.actions)
+        actions[tested] = action.model_copy(update={"evidence": joined})
+        clusters.append(c.model_copy(update={"actions": actions}))
+    model = report.model.model_copy(update={"clusters": clusters})
+    return Report(model, report.signatures, report.traces)
 
 
 def _summary(diagnosis: Diagnosis) -> DatasetSummary:
