@@ -115,7 +115,7 @@ def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, A
         total = time.perf_counter() - start
         overall = max(s["peak_bytes"] for s in stages.values())
     accounted = sum(s["s"] for s in stages.values())
-    stages["other (grid step, durations, failure grid, signatures)"] = {
+    stages["between stages (matcher fit, success grid, failure grid, signatures)"] = {
         "s": total - accounted, "peak_bytes": float("nan")}
     return {"total_s": total, "peak_bytes": overall, "stages": stages,
             "failures": int(diagnosis.events.num_rows),

@@ -127,13 +127,7 @@ def compare(
     job = _CompareJob(queries, tuple(sim_channels), tuple(ref_channels), matcher, reference,
                       n_segments)
     n = len(queries.rows)
-    # Chunks of queries with close failure times share the prefilter's descriptor matrices;
-    # without the prefilter, the original order.
-    order = np.arange(n)
-    if matcher.index_ is not None:
-        order = np.lexsort((queries.ends, queries.tasks.astype(str)))
-    chunks = [tuple(int(i) for i in order[s:s + _CHUNK_QUERIES])
-              for s in range(0, n, _CHUNK_QUERIES)]
+    chunks = _chunks(queries, matcher)
     if executor is None or len(chunks) <= 1:
         parts = [_compare_chunk(job, c) for c in chunks]
     else:
@@ -149,6 +143,29 @@ def compare(
 # Queries per task handed to a worker: large enough to amortise shipping, small enough
 # that two workers share the load evenly.
 _CHUNK_QUERIES = 64
+
+
+def _chunks(queries: QuerySet, matcher: RolloutMatcher) -> list[tuple[int, ...]]:
+    """Query numbers per work item: runs of the original order, or (with the prefilter)
+    the queries of one prefilter window group, so each group's descriptors are built once.
+    Fixed by the data alone, never by the executor."""
+    n = len(queries.rows)
+    index = matcher.index_
+    if index is None:
+        return [tuple(range(s, min(s + _CHUNK_QUERIES, n))) for s in range(0, n, _CHUNK_QUERIES)]
+    ends = queries.ends.astype(float)
+    lengths = np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
+    keys = [(str(queries.tasks[i]), round(ends[i] / index.end_quantum),
+             round(lengths[i] / index.end_quantum)) for i in range(n)]
+    groups: dict[tuple[str, int, int], list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return [tuple(members[s:s + _CHUNK_GROUP]) for _, members in sorted(groups.items())
+            for s in range(0, len(members), _CHUNK_GROUP)]
+
+
+# With the prefilter, at most this many queries of one window group per work item.
+_CHUNK_GROUP = 512
 
 
 class _CompareJob(NamedTuple):
