@@ -105,6 +105,7 @@ class Diagnosis:
         real_grid: the events on the shared time grid.
         ends: ``(n_events,)`` failure time of each event (its end where none was given).
         config: the settings used.
+        deployments: the deployments analysed, in time order.
     """
 
     yardstick: Yardstick
@@ -116,6 +117,7 @@ class Diagnosis:
     real_grid: SignalGrid
     ends: np.ndarray
     config: AnalysisConfig
+    deployments: tuple[str, ...]
 
     @property
     def dataset(self) -> Dataset:
@@ -163,8 +165,9 @@ def diagnose(
     with stages.stage("cluster signatures", 1):
         features = signature_features(sig)
         clusterer = FailureClusterer(config.min_cluster_size).fit(features)
+    analysed = tuple(d for d in ds.deployments if deployments is None or d in deployments)
     return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,
-                     ends, config)
+                     ends, config, analysed)
 
 
 def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.Table:

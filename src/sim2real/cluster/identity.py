@@ -83,9 +83,6 @@ def assign_ids(
     pairs = match_clusters(profiles, old_profiles)
     next_k = 1 + max((_number(c.cluster_id) for c in old), default=0)
     prev_deps = set(previous.dataset.deployments) if previous else set()
-    # A deployment without a single analysed failure was not analysed (diagnose was given
-    # other deployments): its zero must not read as "resolved".
-    analysed = set(diagnosis.events["deployment"].to_pylist())
     out = []
     for i, f in enumerate(findings):
         j = pairs.get(i)
@@ -94,9 +91,8 @@ def assign_ids(
             next_k += 1
         else:
             cluster_id, before = old[j].cluster_id, old[j]
-        keep = np.array([d in analysed for d in f.trend.deployments], dtype=bool)
-        state = lifecycle_of([d for d, k in zip(f.trend.deployments, keep, strict=True) if k],
-                             f.trend.episodes[keep], f.trend.failures[keep], before, prev_deps)
+        state = lifecycle_of(list(f.trend.deployments), f.trend.episodes, f.trend.failures,
+                             before, prev_deps)
         out.append(Identity(cluster_id, state))
     return out
 

@@ -62,10 +62,10 @@ class ClusterFinding:
 
 
 def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
-    """Deployments in time order and the real episodes each ran."""
+    """The analysed deployments in time order and the real episodes each ran."""
     episodes = diagnosis.dataset.episodes
     real = episodes.filter(pc.equal(episodes["source"], "real"))
-    order = diagnosis.dataset.deployments
+    order = diagnosis.deployments
     counts = dict(zip(*np.unique(np.array(real["deployment"].to_pylist(), dtype=object),
                                  return_counts=True), strict=True))
     return order, np.array([counts.get(d, 0) for d in order], dtype=float)
