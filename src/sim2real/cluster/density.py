@@ -135,7 +135,7 @@ def _one_hot(values: list[list[str]], names: tuple[str, ...], weight: float) -> 
 class _DensityClusterer:
     """HDBSCAN over one group's features; events in no dense region get label -1.
 
-    A group may hold a single cause, so a single cluster is allowed.
+    A group may hold a single cause, so a single cluster is allowed (``single``).
 
     HDBSCAN calls the sparse rim of a cluster noise; an event is attached to a cluster when
     it lies no farther from the cluster's nearest member than the cluster's own members lie
@@ -153,13 +153,15 @@ class _DensityClusterer:
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
                  sample_above: int = SAMPLE_ABOVE, seed: int = 0,
-                 min_reach: float = 0.0, merge_cosine: float = 1.0) -> None:
+                 min_reach: float = 0.0, merge_cosine: float = 1.0,
+                 single: bool = True) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
         self.seed = seed
         self.min_reach = min_reach
         self.merge_cosine = merge_cosine
+        self.single = single
 
     def fit(self, features: np.ndarray) -> _DensityClusterer:
         """Cluster ``features`` ``(n_events, n_features)``; sets ``labels_``."""
@@ -181,13 +183,13 @@ class _DensityClusterer:
         n = features.shape[0]
         if n <= self.sample_above:
             model = HDBSCAN(min_cluster_size=size, min_samples=min(self.min_samples, n - 1),
-                            allow_single_cluster=True, copy=True)
+                            allow_single_cluster=self.single, copy=True)
             return model.fit_predict(features)
         m = self.sample_above
         sample = np.sort(np.random.default_rng(self.seed).choice(n, size=m, replace=False))
         scaled = max(5, round(size * m / n))
         model = HDBSCAN(min_cluster_size=scaled, min_samples=min(self.min_samples, m - 1),
-                        allow_single_cluster=True, copy=True)
+                        allow_single_cluster=self.single, copy=True)
         dense = np.full(n, -1)
         dense[sample] = model.fit_predict(features[sample])
         return dense
@@ -251,8 +253,11 @@ class FailureClusterer:
             cols = space.columns[group]
             if rows.size == 0 or cols.size == 0:
                 continue
+            # Failures that look like sim's own form a cluster only where they have
+            # structure of their own; a featureless blob of them is no finding.
             model = _DensityClusterer(size, self.min_samples, self.sample_above, self.seed,
-                                      min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE)
+                                      min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE,
+                                      single=group != "unexplained")
             model.fit(space.values[np.ix_(rows, cols)])
             self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
             self.models_[group] = (model, offset)
