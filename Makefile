@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install demo test lint typecheck unit bench browser-deps clean
+.PHONY: install test-deps demo test lint typecheck unit bench browser-deps clean
 
 install: $(STAMP)
 
@@ -13,6 +14,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
+
+# The tests also run the Ray engine against the local one; the demo never needs Ray.
+test-deps: $(TEST_STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[ray]'
+	touch $(TEST_STAMP)
 
 demo: install
 	$(BIN)/sim2real demo
@@ -23,7 +31,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+unit: test-deps
 	$(BIN)/python -m pytest
 
 test: browser-deps lint typecheck unit
