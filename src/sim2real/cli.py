@@ -44,6 +44,10 @@ def main() -> None:
       sim2real demo                         try it on the built-in MuJoCo fleet
       sim2real analyze DATASET -o OUT       report.json + report.html
       sim2real validate DATASET --baseline w05,w06 --candidate w07 -o OUT
+      sim2real serve OUT                    the same pages, live, for a team
+
+    Exit codes: 0 done, 2 bad input or usage (the message names file, column,
+    row), 1 anything else. Every command has its own --help.
     """
 
 
