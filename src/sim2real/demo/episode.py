@@ -137,14 +137,19 @@ def simulate_episode(
     obj_type = str(context.get("object_type", "box_m"))
     clutter = int(context.get("clutter", 0))  # type: ignore[call-overload]
     light = values["light_level"] * LIGHT_SETTINGS[str(context.get("light_setting", "standard"))]
-    rng = np.random.default_rng(seed)
+    # Independent streams for the camera and for the system effects: a counterfactual twin
+    # that differs only in its system profile (or a sim rollout, which has none) then sees
+    # exactly the same detector noise, so any difference in outcome is the system's doing.
+    sensor_seq, system_seq = np.random.SeedSequence(seed).spawn(2)
+    rng = np.random.default_rng(sensor_seq)
     model = load_model(obj_type)
     apply_params(model, obj_type, values)
     data = mujoco.MjData(model)
     ids = _Ids.of(model)
     _place_object(data, ids, obj_type, init_state)
     mujoco.mj_forward(model, data)
-    run = _Run(model, data, ids, values["actuator_latency_ms"], system, rng)
+    run = _Run(model, data, ids, values["actuator_latency_ms"], system,
+               np.random.default_rng(system_seq))
     detector = Detector(light, values["camera_noise"], clutter, obj_type not in NOVEL_OBJECTS, rng)
     controller = Controller(_PLANNED_AS.get(obj_type, obj_type), 1.0 / CONTROL_HZ)
     recorder = Recorder(min(rate_hz, CONTROL_HZ), with_system=system is not None)
@@ -177,6 +182,7 @@ class _Run:
         self.holding = False
         self.failure: tuple[float, str] | None = None
         self.done_at: float | None = None
+        self.dropped = 0  # command messages lost so far in this episode
 
     def loop(self, controller: Controller, detector: Detector, recorder: Recorder,
              episode_id: str) -> EpisodeResult:
@@ -188,12 +194,12 @@ class _Run:
             if fresh:
                 frame = detector.observe(self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 2])
             cmd = controller.step(self._pad(), frame if fresh else None)
-            latency, dropped = self._send(t, cmd)
+            latency = self._send(t, cmd)
             self._physics()
             self._monitor(t + 1.0 / CONTROL_HZ, controller.phase)
             if recorder.due(t):
                 assert frame is not None  # the first tick always observes
-                recorder.add(t, self._sample(cmd, frame, latency, dropped))
+                recorder.add(t, self._sample(cmd, frame, latency))
             if self._finished(t):
                 break
         if self.failure is None and self.done_at is None:
@@ -207,8 +213,11 @@ class _Run:
         q = self.d.qpos
         return np.array([q[0], q[1], HEAD_HOME_Z + q[2] - PAD_BELOW_HEAD])
 
-    def _send(self, t: float, cmd: Command) -> tuple[float, float]:
-        """Queue the command behind the actuator latency; real robots add system effects."""
+    def _send(self, t: float, cmd: Command) -> float:
+        """Queue the command behind the actuator latency; real robots add system effects.
+
+        Returns the loop latency this message saw (ms); a lost message is counted.
+        """
         latency = self.latency_ms
         drop_p = 0.0
         sysp = self.system
@@ -219,14 +228,15 @@ class _Run:
             latency += abs(self.rng.normal(0.0, sysp.jitter_ms)) + (sysp.spike_ms if burst else 0.0)
             drop_p = sysp.drop_prob * (5.0 if burst else 1.0)
         if drop_p > 0 and self.rng.random() < drop_p:
-            return latency, 1.0
+            self.dropped += 1
+            return latency
         grip = 0.05 * cmd.grip  # finger joint target: 0 open, 0.05 closed on the centre
         ctrl = np.array([*cmd.vel, grip, grip])
         # Messages arrive in order: a late one holds back those behind it.
         apply = max(self.step + round(latency / 1000.0 / TIMESTEP), self.last_apply)
         self.last_apply = apply
         self.pending.append((apply, ctrl))
-        return latency, 0.0
+        return latency
 
     def _physics(self) -> None:
         end = self.step + _SUBSTEPS
@@ -295,8 +305,7 @@ class _Run:
             return t >= self.failure[0] + _AFTER_FAILURE_S
         return self.done_at is not None and t >= self.done_at + _SETTLE_S + 0.02
 
-    def _sample(self, cmd: Command, frame: Frame, latency: float,
-                dropped: float) -> dict[str, float]:
+    def _sample(self, cmd: Command, frame: Frame, latency: float) -> dict[str, float]:
         d = self.d
         q, v, f = d.qpos, d.qvel, d.actuator_force
         closed = cmd.grip > 0.5
@@ -315,5 +324,7 @@ class _Run:
             "img_brightness": frame.brightness,
             "img_contrast": frame.contrast,
             "cmd_x": cmd.vel[0], "cmd_y": cmd.vel[1], "cmd_z": cmd.vel[2], "cmd_grip": cmd.grip,
-            "loop_latency_ms": latency, "dropped_msgs": dropped,
+            # The driver's diagnostics counter, as real drivers report it: cumulative
+            # since the episode started, not a 0/1 flag per message.
+            "loop_latency_ms": latency, "dropped_msgs": float(self.dropped),
         }

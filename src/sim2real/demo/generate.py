@@ -21,7 +21,7 @@ from sim2real.errors import UsageError
 
 __all__ = ["GENERATOR_VERSION", "DemoPaths", "generate"]
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 4
 _MANIFEST = "manifest.json"
 _PART_EPISODES = 1000  # episodes per signals part
 _SIGNAL_SCHEMA = pa.schema([("episode_id", pa.string()), ("t", pa.float64())]
@@ -98,21 +98,34 @@ def _cached(paths: DemoPaths, manifest: dict[str, object]) -> bool:
     return bool(found == manifest and complete)
 
 
+# A twin failure this close in time, with the same symptom, is the same failure.
+_SAME_FAILURE_S = 0.1
+
+
 def _blame(runner: EpisodeRunner, real: Sequence[RealEpisode],
            results: Sequence[EpisodeResult]) -> dict[str, str]:
-    """Name the cause of each real failure: the cause only if its counterfactual twin succeeds."""
+    """Name the cause of each real failure by its counterfactual twin (the cause removed).
+
+    The cause is blamed when the twin succeeds, and also when the twin fails another way
+    (another symptom, or the same one at another time): then the failure as recorded is
+    the cause's doing, and its telemetry carries the cause's effect. Only when the twin
+    fails in the same way at the same moment did the cause change nothing: background.
+    """
     events = {}
-    twins: list[tuple[str, str, EpisodeSpec]] = []
+    twins: list[tuple[str, str, EpisodeSpec, EpisodeResult]] = []
     for ep, res in zip(real, results, strict=True):
         if res.outcome != "failure":
             continue
         if ep.cause is None or ep.counterfactual is None:
             events[ep.spec.episode_id] = BACKGROUND
         else:
-            twins.append((ep.spec.episode_id, ep.cause, ep.counterfactual))
+            twins.append((ep.spec.episode_id, ep.cause, ep.counterfactual, res))
     twin_results = runner.run([t[2] for t in twins], "counterfactual checks")
-    for (episode_id, cause, _), res in zip(twins, twin_results, strict=True):
-        events[episode_id] = cause if res.outcome == "success" else BACKGROUND
+    for (episode_id, cause, _, res), twin in zip(twins, twin_results, strict=True):
+        same = (twin.outcome == "failure" and twin.failure_label == res.failure_label
+                and abs((twin.failure_time or 0.0) - (res.failure_time or 0.0))
+                <= _SAME_FAILURE_S)
+        events[episode_id] = BACKGROUND if same else cause
     return events
 
 

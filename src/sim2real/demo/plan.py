@@ -45,8 +45,8 @@ class Size:
 # "tiny" is for quick checks of the machinery (determinism), too small to analyse.
 SIZES = {
     "tiny": Size(24, 1),
-    "small": Size(280, 9),
-    "default": Size(1200, 30),
+    "small": Size(500, 9),
+    "default": Size(2000, 30),
     "large": Size(6000, 150),
 }
 
