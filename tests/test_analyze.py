@@ -133,3 +133,16 @@ def test_help_reads_like_a_manual() -> None:
     assert top.exit_code == 0 and "analyze" in top.output
     sub = runner.invoke(main, ["analyze", "--help"])
     assert "drift signature" in sub.output and "--previous" in sub.output
+
+
+def test_validate_speaks_of_the_report_clusters(standard: World,
+                                                standard_report: sim2real.Report) -> None:
+    fixed = next(c for c in standard.key["causes"] if c["fixed_in"])
+    deployments = standard_report.model.dataset.deployments
+    split = deployments.index(fixed["fixed_in"])
+    result = sim2real.validate(standard.dataset, deployments[:split], deployments[split:],
+                               previous=standard_report.model)
+    by_taxonomy = {c.taxonomy: c.cluster_id for c in standard_report.model.clusters}
+    verdicts = {c.cluster_id: c.verdict for c in result.model.clusters}
+    system = by_taxonomy["deployment_system_noise"]
+    assert verdicts[system] in {"shrank", "gone"}

@@ -37,7 +37,7 @@ def run_demo_analysis(paths: DemoPaths, quiet: bool) -> None:
     baseline, candidate = deployments[:split], deployments[split:]
     validation_dir = paths.root / "validation"
     validation = validate(paths.dataset, baseline, candidate, out=validation_dir,
-                          stages=Stages(enabled=not quiet))
+                          stages=Stages(enabled=not quiet), previous=report.model)
     if quiet:
         console.print(f"report: {(report_dir / 'report.html').resolve()}")
         console.print(f"validation: {(validation_dir / 'validation.html').resolve()}")

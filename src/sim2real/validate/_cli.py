@@ -27,9 +27,11 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
               help="Deployments after the fix, comma-separated (e.g. w07).")
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for validation.json and validation.html.")
+@click.option("--previous", type=click.Path(exists=True, path_type=Path),
+              help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: Path, baseline: list[str], candidate: list[str], out: Path,
-             quiet: bool) -> None:
+             previous: Path | None, quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
     Clusters are learnt on the baseline deployments of DATASET; the candidate
@@ -43,10 +45,15 @@ def validate(dataset: Path, baseline: list[str], candidate: list[str], out: Path
 
     \b
     Example:
-      sim2real validate data/ --baseline w05,w06 --candidate w07 -o runs/fix-check
+      sim2real validate data/ --baseline w05,w06 --candidate w07 -o runs/fix-check \\
+          --previous runs/w06/report.json
     """
+    from sim2real.report.snapshot import Report
+
     stages = Stages(enabled=not quiet)
-    result = run_validate(dataset, baseline, candidate, out=out, stages=stages)
+    known = Report.load(previous).model if previous is not None else None
+    result = run_validate(dataset, baseline, candidate, out=out, stages=stages,
+                          previous=known)
     if not quiet:
         from sim2real.report.console import print_validation
 

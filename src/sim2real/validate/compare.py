@@ -40,7 +40,12 @@ from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
 from sim2real.pipeline import AnalysisConfig, Diagnosis, diagnose, real_episodes, score_failures
 from sim2real.report.build import find_clusters
-from sim2real.report.model import RateSummary, ValidationCluster, ValidationModel
+from sim2real.report.model import (
+    RateSummary,
+    ReportModel,
+    ValidationCluster,
+    ValidationModel,
+)
 from sim2real.report.snapshot import Validation
 
 __all__ = ["ALPHA", "rate_comparison", "validate"]
@@ -59,6 +64,7 @@ def validate(
     config: AnalysisConfig | None = None,
     out: str | Path | None = None,
     stages: Stages | None = None,
+    previous: ReportModel | None = None,
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -69,6 +75,9 @@ def validate(
         config: analysis settings (``AnalysisConfig()`` when omitted).
         out: when given, ``validation.json`` and ``validation.html`` are written there.
         stages: progress display.
+        previous: a report whose cluster IDs the baseline clusters keep where they are
+            found again (the rule of :func:`sim2real.cluster.identity.assign_ids`), so
+            the verdicts speak of the clusters a team already knows.
 
     Raises:
         UsageError: empty or overlapping deployment lists, or unknown deployments.
@@ -88,7 +97,7 @@ def validate(
     base_n = real_episodes(ds, baseline).num_rows
     cand_n = cand_real.num_rows
     findings = find_clusters(diagnosis)
-    ids = assign_ids(diagnosis, findings, None)
+    ids = assign_ids(diagnosis, findings, previous)
     failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
     base_labels = diagnosis.clusterer.predict(diagnosis.features)
     if failures.num_rows:
@@ -102,7 +111,9 @@ def validate(
     for f, identity in zip(findings, ids, strict=True):
         b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
         tests.append((identity.cluster_id, f.label.taxonomy, b, c, False))
-    next_k = len(findings) + 1
+    known = [i.cluster_id for i in ids] + [c.cluster_id for c in (previous.clusters
+                                                                   if previous else [])]
+    next_k = 1 + max((int(k[1:]) for k in known if k[1:].isdigit()), default=0)
     for taxonomy, b, c in _new_groups(diagnosis, base_labels, cand_features, cand_labels,
                                       config):
         tests.append((f"C{next_k}", taxonomy, b, c, True))
