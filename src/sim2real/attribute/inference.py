@@ -38,6 +38,8 @@ __all__ = ["ParamSpace", "ParameterInference", "Windows"]
 
 _LOG_SPAN = 10.0
 _CLIP = 3.0
+_MAX_TRAIN = 4000
+_MAX_CANDIDATES = 2000
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class ParameterInference:
         random_end = dur * rng.uniform(0.3, 1.0, size=rows.size)
         first = np.arange(rows.size) < n
         ends = np.where(bank.failed[rows] & first, own, random_end)
+        if rows.size > _MAX_TRAIN:
+            # A linear forward model is pinned down by a few thousand windows; every window
+            # costs a pass over the bank, so a fleet-size bank would cost its square.
+            keep_rows = np.sort(rng.choice(rows.size, size=_MAX_TRAIN, replace=False))
+            rows, ends = rows[keep_rows], ends[keep_rows]
         windows = Windows(bank.grid, rows, ends, bank.tasks[rows], bank.context.take(rows))
         d, base = self._deviations(windows, exclude_self=True)
         dp = (space.values[rows] - base) / space.spread
@@ -205,6 +212,10 @@ class ParameterInference:
             rows = rows[rows != exclude]
         if rows.size == 0:
             return rows
+        if rows.size > _MAX_CANDIDATES:
+            # The nearest in context among a random few thousand are as near as any: the
+            # context has few values, and a scan of a fleet-size bank per window is not.
+            rows = np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
         dist = w.context.distance(i, bank.context.take(rows), self.matcher_.numeric_scale_)
         order = np.lexsort((rng.random(rows.size), dist))
         return rows[order[: self.n_references]]
