@@ -125,7 +125,9 @@ class ParameterInference:
             raise ValueError(msg)
         rng = np.random.default_rng(self.seed)
         self.matcher_ = RolloutMatcher(self.n_references, self.n_points).fit(bank)
-        self.log_ = _log_channels(bank.grid.values)
+        sample = bank.grid.values[_spread_rows(n)]
+        self.log_ = _log_channels(sample)
+        self.scale_ = _channel_scale(sample, self.log_)
         self.space_ = space
         rows = np.tile(np.arange(n), self.augment)
         dur = bank.grid.durations[rows]
@@ -228,16 +230,7 @@ class ParameterInference:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             means = np.stack([np.nanmean(x[:, p], axis=1) for p in parts], axis=1)
-        return means / self._scale()
-
-    def _scale(self) -> np.ndarray:
-        if not hasattr(self, "scale_"):
-            values = self.matcher_.bank_.grid.values
-            flat = values.reshape(-1, values.shape[-1]).astype(float)
-            flat = np.where(self.log_, np.log(np.maximum(flat, 1e-12)), flat)
-            scale = np.nanstd(flat, axis=0)
-            self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-        return self.scale_
+        return means / self.scale_
 
     def _cross_validate(self, d: np.ndarray, dp: np.ndarray, base: np.ndarray,
                         truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -281,6 +274,22 @@ def _forward(dp: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         clipped = fitted + np.clip(d - fitted, -_CLIP * noise, _CLIP * noise)
         coef, *_ = np.linalg.lstsq(design, clipped, rcond=None)
     return coef[1:].T, noise
+
+
+def _spread_rows(n: int) -> np.ndarray:
+    """At most :data:`_MAX_CANDIDATES` rollouts, evenly spread: a channel's range and
+    spread are as well known from them as from a fleet-size bank, at a fraction of it."""
+    return np.unique(np.linspace(0, n - 1, min(n, _MAX_CANDIDATES)).astype(np.int64))
+
+
+def _channel_scale(values: np.ndarray, log: np.ndarray) -> np.ndarray:
+    """``(n_channels,)`` each channel's spread (in log space where ``log``)."""
+    flat = values.reshape(-1, values.shape[-1]).astype(float)
+    flat = np.where(log, np.log(np.maximum(flat, 1e-12)), flat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scale = np.nanstd(flat, axis=0)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
 
 
 def _log_channels(values: np.ndarray) -> np.ndarray:
