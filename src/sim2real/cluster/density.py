@@ -149,6 +149,10 @@ class _DensityClusterer:
         sample_above: more events than this are clustered through a seeded sample of this
             size (cluster size scaled to it); see :data:`SAMPLE_ABOVE`.
         seed: chooses that sample.
+        min_reach: an event this close to a member joins its cluster, however tight the
+            cluster's own core.
+        merge_cosine: clusters whose centroids point this much alike are merged.
+        single: whether all events may form one cluster.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
