@@ -85,7 +85,7 @@ class RolloutMatcher:
         n_points: int = 32,
         context_weight: float = 1.0,
         initial_weight: float = 0.5,
-        symptom_weight: float = 1.0,
+        symptom_weight: float = 0.25,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_points = n_points
