@@ -18,7 +18,7 @@ __all__ = ["demo"]
               help="Folder to write: OUT/dataset/, OUT/answer_key.json, then the reports.")
 @click.option("--size", type=click.Choice([s for s in SIZES if s != "tiny"]), default="default",
               show_default=True,
-              help="small: ~900 episodes in seconds (tests); default: ~3400 episodes, under a "
+              help="small: ~1,150 episodes in seconds (tests); default: ~4,500 episodes, under a "
                    "minute on two cores; large: a big fleet, no time target.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the whole demo; the same seed gives byte-identical files.")
