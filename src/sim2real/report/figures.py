@@ -190,14 +190,7 @@ def rate_intervals(trend: ClusterTrend, color: str) -> go.Figure:
             mode="lines+markers",
             line={"color": color, "width": 2},
             marker={"size": 8, "color": color},
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "color": _fade(color, 0.6),
-                "thickness": 1.5,
-                "array": [100 * hi - v for (_, hi), v in zip(bounds, y, strict=True)],
-                "arrayminus": [v - 100 * lo for (lo, _), v in zip(bounds, y, strict=True)],
-            },
+            error_y=_interval_bars(bounds, y, _fade(color, 0.6)),
             hovertext=[
                 f"{r.deployment}: {100 * r.rate:.2f}% ({r.failures} of {r.episodes} episodes)"
                 f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
@@ -431,14 +424,7 @@ def validation_rates(clusters: Sequence[ValidationCluster]) -> go.Figure:
                     "symbol": "circle" if color else "diamond",
                     "color": [color or VERDICT_COLORS[c.verdict] for c in rows],
                 },
-                error_x={
-                    "type": "data",
-                    "symmetric": False,
-                    "color": color or "#475569",
-                    "thickness": 1.5,
-                    "array": [100 * hi - v for (_, hi), v in zip(bounds, x, strict=True)],
-                    "arrayminus": [v - 100 * lo for (lo, _), v in zip(bounds, x, strict=True)],
-                },
+                error_x=_interval_bars(bounds, x, color or "#475569"),
                 hovertext=[
                     f"{c.cluster_id} {label}: {100 * s.rate:.2f}% ({s.failures}/{s.episodes})"
                     f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
@@ -481,3 +467,17 @@ def _fade(color: str, alpha: float) -> str:
     """``#rrggbb`` as an ``rgba`` with the given opacity."""
     r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha})"
+
+
+def _interval_bars(
+    bounds: list[tuple[float, float]], values: list[float], color: str
+) -> dict[str, object]:
+    """Plotly error bars from rate intervals (fractions) around values in percent."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "color": color,
+        "thickness": 1.5,
+        "array": [100 * hi - v for (_, hi), v in zip(bounds, values, strict=True)],
+        "arrayminus": [v - 100 * lo for (lo, _), v in zip(bounds, values, strict=True)],
+    }
