@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,7 +87,7 @@ class Yardstick:
     sim_channels: int
     findings: list[SysFinding]
     dt: float
-    durations: dict[str, float]
+    durations: Mapping[str, float]
     warnings: tuple[str, ...]
 
 
@@ -215,7 +215,7 @@ def fit_yardstick(
     with stages.stage("resample sim rollouts", 1):
         sim_ids = sim["episode_id"].to_pylist()
         dt = max(grid_step(ds, sim_ids), grid_step(ds, failures["episode_id"].to_pylist()))
-        durations = _durations(ds)
+        durations = ds.durations
         sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids), executor)
     in_sim = np.isfinite(sim_full.values).any(axis=(0, 1))
     sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
@@ -316,15 +316,7 @@ def _calibrate(
     return DriftScorer(families).fit(null, np.concatenate(scale))
 
 
-def _durations(ds: Dataset) -> dict[str, float]:
-    """Last sample time of every episode, from the ``t`` column alone."""
-    table = ds.read_signals(columns=[])
-    grouped = table.group_by("episode_id").aggregate([("t", "max")])
-    return dict(zip(grouped["episode_id"].to_pylist(), grouped["t_max"].to_pylist(),
-                    strict=True))
-
-
-def _t_max(durations: dict[str, float], ids: list[str]) -> float:
+def _t_max(durations: Mapping[str, float], ids: list[str]) -> float:
     return max((durations.get(e, 0.0) for e in ids), default=0.0)
 
 

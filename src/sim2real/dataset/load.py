@@ -40,6 +40,7 @@ class Dataset:
         channels: every channel present in the signals, in column order.
         params: randomisation ranges, keyed by parameter name without ``param.``.
         deployments: real deployments ordered by their earliest ``started_at``.
+        durations: each episode's last sample time, seconds (read while validating ``t``).
         warnings: what the loader had to guess (inferred families, derived ranges).
     """
 
@@ -49,6 +50,7 @@ class Dataset:
     channels: Mapping[str, Channel]
     params: Mapping[str, ParamRange]
     deployments: tuple[str, ...]
+    durations: Mapping[str, float]
     warnings: tuple[str, ...]
 
     @property
@@ -103,9 +105,11 @@ def load_dataset(path: str | Path) -> Dataset:
     signal_files = _signal_files(root)
     channel_names = _channel_columns(signal_files)
     known_ids = episodes["episode_id"]
+    durations: dict[str, float] = {}
     for file in signal_files:
         for batch_table in _iter_parts(file):
             check_signal_part(batch_table, str(file), known_ids)
+            _add_durations(durations, batch_table)
     warnings: list[str] = []
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
@@ -116,8 +120,17 @@ def load_dataset(path: str | Path) -> Dataset:
         channels=channels,
         params=params,
         deployments=_deployment_order(episodes),
+        durations=durations,
         warnings=tuple(warnings),
     )
+
+
+def _add_durations(durations: dict[str, float], table: pa.Table) -> None:
+    """Fold one file's last sample times into ``durations`` (an episode may span files)."""
+    grouped = table.group_by("episode_id").aggregate([("t", "max")])
+    for episode, last in zip(grouped["episode_id"].to_pylist(), grouped["t_max"].to_pylist(),
+                             strict=True):
+        durations[episode] = max(durations.get(episode, last), last)
 
 
 def _one_of(root: Path, *names: str) -> Path:
