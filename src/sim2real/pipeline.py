@@ -225,7 +225,7 @@ def fit_yardstick(
                         + ", ".join(ref_channels))
     bank = RolloutBank(_subset(sim_full, sim_channels), _strings(sim, "task"),
                        _strings(sim, "outcome") == "failure", _floats(sim, "failure_time"),
-                       context_table(sim))
+                       context_table(sim), tuple(ds.channels[c].family for c in sim_channels))
     del sim_full  # the bank holds the sim channels; the full grid would double peak memory
     matcher = RolloutMatcher(config.n_neighbors, config.n_points).fit(bank)
     reference = None

@@ -139,8 +139,10 @@ class _DensityClusterer:
 
     HDBSCAN calls the sparse rim of a cluster noise; an event is attached to a cluster when
     it lies no farther from the cluster's nearest member than the cluster's own members lie
-    from each other (the largest nearest-neighbour distance inside it). The same rule
-    assigns new events in :meth:`predict`.
+    from each other (the largest nearest-neighbour distance inside it). With
+    ``align_cosine``, an event still left over joins the cluster whose mean deviation points
+    most like its own, when the cosine reaches it. The same rules assign new events in
+    :meth:`predict`.
 
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
@@ -153,12 +155,14 @@ class _DensityClusterer:
             cluster's own core.
         merge_cosine: clusters whose centroids point this much alike are merged.
         single: whether all events may form one cluster.
+        align_cosine: leftover events join the best-aligned cluster from this cosine on;
+            ``None``: never.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
                  sample_above: int = SAMPLE_ABOVE, seed: int = 0,
                  min_reach: float = 0.0, merge_cosine: float = 1.0,
-                 single: bool = True) -> None:
+                 single: bool = True, align_cosine: float | None = None) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
@@ -166,6 +170,7 @@ class _DensityClusterer:
         self.min_reach = min_reach
         self.merge_cosine = merge_cosine
         self.single = single
+        self.align_cosine = align_cosine
 
     def fit(self, features: np.ndarray) -> _DensityClusterer:
         """Cluster ``features`` ``(n_events, n_features)``; sets ``labels_``."""
@@ -177,8 +182,10 @@ class _DensityClusterer:
         if n < size:
             return self
         dense = _merge_aligned(features, self._dense(features, size), self.merge_cosine)
-        self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach)
-                       for c in sorted(set(dense) - {-1})}
+        ids = sorted(set(dense) - {-1})
+        self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach) for c in ids}
+        self.directions_ = _unit(np.stack([features[dense == c].mean(axis=0) for c in ids])
+                                 if ids else np.zeros((0, features.shape[1])))
         self.labels_ = np.where(dense >= 0, dense, self._attach(features, dense))
         return self
 
@@ -203,6 +210,15 @@ class _DensityClusterer:
         return self._attach(features, self.labels_)
 
     def _attach(self, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        near = self._attach_near(features, labels)
+        if self.align_cosine is None or not self.directions_.shape[0]:
+            return near
+        cosine = _unit(features) @ self.directions_.T
+        best = cosine.argmax(axis=1)
+        aligned = cosine[np.arange(len(best)), best] >= self.align_cosine
+        return np.where((near < 0) & aligned, best, near)
+
+    def _attach_near(self, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
         clustered = labels >= 0
         if not clustered.any() or features.shape[0] == 0:
             return np.full(features.shape[0], -1)
@@ -259,9 +275,14 @@ class FailureClusterer:
                 continue
             # Failures that look like sim's own form a cluster only where they have
             # structure of their own; a featureless blob of them is no finding.
+            # An event of a family group deviates in that family by definition: where it is
+            # no dense member, the family's cluster it points most like is still its best
+            # account. Sim-like failures have no such family, so they keep their noise.
+            explained = group != "unexplained"
             model = _DensityClusterer(size, self.min_samples, self.sample_above, self.seed,
                                       min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE,
-                                      single=group != "unexplained")
+                                      single=explained,
+                                      align_cosine=ALIGN_COSINE if explained else None)
             model.fit(space.values[np.ix_(rows, cols)])
             self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
             self.models_[group] = (model, offset)
@@ -286,6 +307,17 @@ class FailureClusterer:
 MERGE_COSINE = 0.7
 
 
+# A leftover event of a family group joins the cluster its deviation points most like from
+# this cosine on (about 73 degrees): loosely alike, not opposite or unrelated.
+ALIGN_COSINE = 0.3
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero, so they align with nothing)."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
+
+
 def _merge_aligned(features: np.ndarray, labels: np.ndarray, cosine: float) -> np.ndarray:
     """Merge clusters whose centroid directions agree, most aligned pair first."""
     labels = labels.copy()
@@ -293,9 +325,7 @@ def _merge_aligned(features: np.ndarray, labels: np.ndarray, cosine: float) -> n
         ids = sorted(set(labels.tolist()) - {-1})
         if len(ids) < 2:
             return labels
-        centres = np.stack([features[labels == c].mean(axis=0) for c in ids])
-        norms = np.linalg.norm(centres, axis=1, keepdims=True)
-        unit = centres / np.maximum(norms, 1e-12)
+        unit = _unit(np.stack([features[labels == c].mean(axis=0) for c in ids]))
         sim = unit @ unit.T
         np.fill_diagonal(sim, -np.inf)
         a, b = np.unravel_index(np.argmax(sim), sim.shape)

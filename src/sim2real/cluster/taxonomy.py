@@ -8,12 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim2real.drift.compute import Signatures
-from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES
+from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES, SIGNIFICANT
 
-__all__ = ["ClusterLabel", "event_families", "label_cluster", "primary_family", "top_channels"]
-
-# Calibrated scores: 1 is sim's own variability. 2.5x is where a family "deviates".
-SIGNIFICANT = 2.5
+__all__ = ["SIGNIFICANT", "ClusterLabel", "event_families", "label_cluster", "primary_family",
+           "top_channels"]
 _FAMILY_TAXONOMY = {
     "perception": "perception_drift",
     "dynamics": "dynamics_mismatch",

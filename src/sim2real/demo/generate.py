@@ -21,7 +21,7 @@ from sim2real.errors import UsageError
 
 __all__ = ["GENERATOR_VERSION", "DemoPaths", "generate"]
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 _MANIFEST = "manifest.json"
 _PART_EPISODES = 1000  # episodes per signals part
 _SIGNAL_SCHEMA = pa.schema([("episode_id", pa.string()), ("t", pa.float64())]

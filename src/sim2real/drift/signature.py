@@ -14,11 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SCORE_FAMILIES", "DriftScorer", "SegmentDiff", "segment_diff"]
+__all__ = ["SCORE_FAMILIES", "SIGNIFICANT", "DriftScorer", "SegmentDiff", "segment_diff"]
 
 CHANNEL_FAMILIES = ("perception", "dynamics", "policy", "system")
 _MIN_RELATIVE_SPREAD = 0.1
 SCORE_FAMILIES = (*CHANNEL_FAMILIES, "task_scope")
+# Calibrated scores: 1 is sim's own variability. 2.5x is where a family "deviates".
+SIGNIFICANT = 2.5
+# Share of sim-vs-sim comparisons allowed to read as a deviation in any one family.
+_NULL_TAIL = 0.05
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,10 @@ class DriftScorer:
 
     Fitted on null comparisons (sim rollouts against other sim rollouts, real successes
     against other successes), so every score reads "multiples of sim's own variability":
-    about 1 under no gap.
+    about 1 under no gap. Some families are heavy-tailed under no gap (a discrete counter
+    of dropped messages, contact forces that spike); their unit widens until at most
+    5% of the null comparisons reach :data:`SIGNIFICANT` (and the onset threshold), so
+    that "deviates" means the same rarity in every family.
 
     Args:
         channel_families: family of each channel, in channel order.
@@ -107,8 +114,12 @@ class DriftScorer:
         raw = [self._raw(d) for d in null]
         fam = np.stack([r[1] for r in raw])
         seg = np.stack([r[2] for r in raw])
-        self.family_scale_ = _positive(np.nanmedian(fam, axis=0))
-        self.segment_scale_ = _positive(np.nanmedian(seg, axis=0))
+        self.family_scale_ = _widened(_positive(np.nanmedian(fam, axis=0)), fam, SIGNIFICANT)
+        # Onset is decided by a family's strongest segment: widen on the segments' maxima.
+        median = _positive(np.nanmedian(seg, axis=0))
+        widen = _widened(np.ones(seg.shape[1]), np.nanmax(seg / median, axis=2),
+                         self.onset_threshold)
+        self.segment_scale_ = median * widen[:, None]
         base = np.stack([self._base_drift(f / self.family_scale_) for f in fam])
         self.drift_scale_ = float(_positive(np.nanmedian(base)))
         return self
@@ -177,6 +188,13 @@ def _effects(z: np.ndarray) -> np.ndarray:
 def _top_rms(values: np.ndarray, m: int) -> float:
     top = np.sort(np.abs(values))[::-1][: max(1, min(m, values.size))]
     return float(np.sqrt(np.mean(top**2)))
+
+
+def _widened(scale: np.ndarray, null: np.ndarray, threshold: float) -> np.ndarray:
+    """``scale`` ``(n_families,)``, widened where more than :data:`_NULL_TAIL` of the
+    ``null`` scores ``(n_null, n_families)`` would reach ``threshold`` in its units."""
+    tail = np.nanquantile(null / scale, 1.0 - _NULL_TAIL, axis=0)
+    return scale * np.maximum(1.0, np.nan_to_num(tail / threshold, nan=1.0))
 
 
 def _positive(x: np.ndarray) -> np.ndarray:

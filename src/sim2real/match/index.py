@@ -121,7 +121,7 @@ class DescriptorIndex:
         # and one gather of whole channel vectors is several times cheaper.
         steps = np.clip(np.rint(times / bank.grid.dt).astype(np.int64), 0,
                         bank.grid.values.shape[1] - 1)
-        scale = (1.0 / m.scale_).astype(np.float32)
+        scale = (np.sqrt(m.weights_) / m.scale_).astype(np.float32)
         windows = bank.grid.values[rows[:, None], steps] * scale
         initial = m.initial_[rows] * scale
         desc = np.concatenate([np.float32(self._traj_weight()) * windows.reshape(len(rows), -1),
@@ -131,9 +131,10 @@ class DescriptorIndex:
 
     def _query_vector(self, q: CandidateQuery) -> np.ndarray:
         m = self.matcher_
-        window = q.window[self._coarse()] / m.scale_
+        unit = np.sqrt(m.weights_) / m.scale_
+        window = q.window[self._coarse()] * unit
         vec = np.concatenate([self._traj_weight() * window.ravel(),
-                              self._init_weight() * (q.initial / m.scale_)]).astype(np.float32)
+                              self._init_weight() * (q.initial * unit)]).astype(np.float32)
         vec[~np.isfinite(vec)] = 0.0
         return vec
 

@@ -10,7 +10,7 @@ from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, DescriptorIndex
 
-__all__ = ["Match", "RolloutBank", "RolloutMatcher", "window_times"]
+__all__ = ["Match", "RolloutBank", "RolloutMatcher", "family_weights", "window_times"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class RolloutBank:
         failed: ``(n,)`` whether the rollout failed.
         failure_time: ``(n,)`` seconds; NaN where it did not fail or the time is unknown.
         context: the rollouts' ``ctx.*`` columns.
+        families: each grid channel's family (perception, dynamics...); empty: one family.
     """
 
     grid: SignalGrid
@@ -30,6 +31,7 @@ class RolloutBank:
     failed: np.ndarray
     failure_time: np.ndarray
     context: ContextTable
+    families: tuple[str, ...] = ()
 
     def end_times(self, rows: np.ndarray, query_end: float) -> np.ndarray:
         """Where each rollout's comparison window ends for a failure at ``query_end``.
@@ -69,7 +71,10 @@ class RolloutMatcher:
 
     The distance adds three mean squared differences, each in units of the sim's own spread:
     the trajectory over the window before the failure (channels sim records), the initial
-    state (first grid sample), and the context (a categorical mismatch counts 1).
+    state (first grid sample), and the context (a categorical mismatch counts 1). Every
+    channel family weighs the same in the first two, however many channels it has: a robot
+    that logs a dozen joint signals and four camera statistics is not matched on its joints
+    alone, so the matches are near in what the camera saw too.
 
     Args:
         n_neighbors: rollouts returned per query.
@@ -100,6 +105,7 @@ class RolloutMatcher:
         else:
             scale = np.nanstd(bank.grid.values.reshape(-1, bank.grid.values.shape[-1]), axis=0)
         self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        self.weights_ = family_weights(bank.families, bank.grid.values.shape[-1])
         self.initial_ = bank.grid.values[:, 0, :]
         self.numeric_scale_ = {
             k: float(np.nanstd(v)) or 1.0 for k, v in bank.context.numeric.items()
@@ -154,8 +160,9 @@ class RolloutMatcher:
             return Match(rows, np.zeros(0), np.zeros(shape, dtype=np.float32))
         times = window_times(bank.end_times(rows, end), length, self.n_points)
         candidates = bank.grid.at(rows, times)
-        traj = _mean_sq((candidates - window[None]) / self.scale_)
-        init = _mean_sq(((self.initial_[rows] - initial[None]) / self.scale_)[:, None, :])
+        unit = np.sqrt(self.weights_) / self.scale_
+        traj = _mean_sq((candidates - window[None]) * unit)
+        init = _mean_sq(((self.initial_[rows] - initial[None]) * unit)[:, None, :])
         ctx = context.distance(context_row, bank.context.take(rows), self.numeric_scale_)
         total = traj + self.initial_weight * init + self.context_weight * ctx
         symptom = None if context.symptom is None else context.symptom[context_row]
@@ -166,6 +173,16 @@ class RolloutMatcher:
         k = min(self.n_neighbors, rows.size)
         nearest = np.argsort(total, kind="stable")[:k]
         return Match(rows[nearest], total[nearest], candidates[nearest])
+
+
+def family_weights(families: tuple[str, ...], n_channels: int) -> np.ndarray:
+    """``(n_channels,)`` weights, mean 1, that give every family the same total weight."""
+    if not families:
+        return np.ones(n_channels)
+    names = np.array(families)
+    _, inverse, counts = np.unique(names, return_inverse=True, return_counts=True)
+    weights = 1.0 / counts[inverse]
+    return weights / weights.mean()
 
 
 def _mean_sq(diff: np.ndarray) -> np.ndarray:
