@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from sim2real.dataset import Location
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
@@ -34,9 +35,13 @@ Resampler = Callable[[pa.Table, list[str], list[str], float, int], tuple[np.ndar
 
 
 class Shard(NamedTuple):
-    """Row groups ``groups`` of ``path``, whose ``episode_id`` runs from ``first`` to ``last``."""
+    """Row groups ``groups`` of ``file``, whose ``episode_id`` runs from ``first`` to ``last``.
 
-    path: str
+    ``file`` carries its filesystem, so a task on another machine reads the same object
+    (a shared folder, ``s3://``...).
+    """
+
+    file: Location
     groups: tuple[int, ...]
     first: str
     last: str
@@ -57,15 +62,15 @@ class _Piece(NamedTuple):
     edge: pa.Table
 
 
-def plan_shards(files: Sequence[Path], episode_ids: Sequence[str]) -> list[Shard] | None:
+def plan_shards(files: Sequence[Location], episode_ids: Sequence[str]) -> list[Shard] | None:
     """The shards holding ``episode_ids``, or ``None`` when the parts do not allow it."""
-    if not files or any(Path(f).suffix != ".parquet" for f in files):
+    if not files or any(f.suffix != ".parquet" for f in files):
         return None
     wanted = np.sort(np.asarray(list(episode_ids), dtype=str))
     ranges: list[tuple[str, str]] = []
     shards: list[Shard] = []
     for file in files:
-        meta = pq.ParquetFile(file).metadata
+        meta = pq.ParquetFile(file.path, filesystem=file.filesystem).metadata
         names = [meta.schema.column(i).name for i in range(meta.num_columns)]
         if "episode_id" not in names:
             return None
@@ -80,14 +85,15 @@ def plan_shards(files: Sequence[Path], episode_ids: Sequence[str]) -> list[Shard
             return None  # row groups not in episode order
         if bounds:
             ranges.append((bounds[0][0], bounds[-1][1]))
-        shards.extend(_file_shards(str(file), bounds, wanted))
+        shards.extend(_file_shards(file, bounds, wanted))
     ranges.sort()
     if any(a[1] > b[0] for a, b in itertools.pairwise(ranges)):
         return None  # parts overlap: an episode could be anywhere
     return shards
 
 
-def _file_shards(path: str, bounds: list[tuple[str, str]], wanted: np.ndarray) -> list[Shard]:
+def _file_shards(file: Location, bounds: list[tuple[str, str]],
+                 wanted: np.ndarray) -> list[Shard]:
     """Runs of at most ``_GROUPS_PER_SHARD`` row groups that hold a wanted episode."""
     hit = [int(np.searchsorted(wanted, lo, "left")) < int(np.searchsorted(wanted, hi, "right"))
            for lo, hi in bounds]
@@ -97,7 +103,7 @@ def _file_shards(path: str, bounds: list[tuple[str, str]], wanted: np.ndarray) -
         if keep:
             run.append(g)
         if run and (not keep or len(run) == _GROUPS_PER_SHARD or g == len(hit) - 1):
-            shards.append(Shard(path, tuple(run), bounds[run[0]][0], bounds[run[-1]][1]))
+            shards.append(Shard(file, tuple(run), bounds[run[0]][0], bounds[run[-1]][1]))
             run = []
     return shards
 
@@ -134,7 +140,7 @@ def read_sharded(
 
 def _read_shard(job: _Job, shard: Shard) -> _Piece:
     """Read one shard, keep the wanted episodes, resample those wholly inside it."""
-    source = pq.ParquetFile(shard.path)
+    source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem)
     present = set(source.schema_arrow.names)
     columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
     table = source.read_row_groups(list(shard.groups), columns=columns)
