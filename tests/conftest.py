@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.fs as pafs
 import pytest
 
 from sim2real.demo.synthetic import (
@@ -62,3 +65,47 @@ def no_gap(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="session")
 def unchanged(tmp_path_factory: pytest.TempPathFactory) -> World:
     return _world(unchanged_world, "unchanged", tmp_path_factory)
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """A local S3-compatible server (moto) and the bucket the tests upload datasets to."""
+
+    endpoint: str
+    filesystem: pafs.S3FileSystem
+
+    def upload(self, folder: Path, name: str) -> str:
+        """Copy a local dataset folder to ``s3://bucket/name``; returns its URI."""
+        pafs.copy_files(str(folder), f"bucket/{name}",
+                        source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=self.filesystem)
+        # The endpoint travels in the URI's query, as a user of MinIO or Ceph would pass it.
+        return f"s3://bucket/{name}?endpoint_override={self.endpoint}&scheme=http&region=us-east-1"
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[ObjectStore]:
+    server_module = pytest.importorskip("moto.server",
+                                        reason="the dev extra installs moto[server]")
+    # Any credentials do for moto; set them before a Ray runtime starts, so its workers
+    # (which resolve credentials themselves, as on a real cluster) inherit them.
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_EC2_METADATA_DISABLED": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    filesystem = pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http",
+                                   region="us-east-1", allow_bucket_creation=True)
+    filesystem.create_dir("bucket")
+    try:
+        yield ObjectStore(f"{host}:{port}", filesystem)
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

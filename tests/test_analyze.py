@@ -18,7 +18,7 @@ from sim2real.drift.signature import SegmentDiff
 from sim2real.match.context import ContextTable
 from sim2real.pipeline import AnalysisConfig, fit_yardstick, real_episodes
 
-from .conftest import World
+from .conftest import ObjectStore, World
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,15 @@ def test_validate_speaks_of_the_report_clusters(standard: World,
     verdicts = {c.cluster_id: c.verdict for c in result.model.clusters}
     system = by_taxonomy["deployment_system_noise"]
     assert verdicts[system] in {"shrank", "gone"}
+
+
+def test_dataset_on_s3_gives_the_same_report(standard: World, standard_report: sim2real.Report,
+                                             s3: ObjectStore, tmp_path: Path) -> None:
+    uri = s3.upload(standard.dataset, "standard")
+    result = CliRunner().invoke(main, ["analyze", uri, "-o", str(tmp_path / "run"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    remote = json.loads((tmp_path / "run" / "report.json").read_text())
+    local = json.loads(standard_report.to_json())
+    assert remote["dataset"].pop("path") == "s3://bucket/standard"
+    local["dataset"].pop("path")
+    assert remote == local

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from sim2real._version import __version__
+from sim2real.dataset._cli import DatasetArgument
 from sim2real.errors import InputError, Sim2RealError
 
 
@@ -52,7 +53,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("dataset", type=DatasetArgument())
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("sim2real-report"), show_default=True,
               help="Folder for report.json, report.html and the plotted tables.")
@@ -73,7 +74,7 @@ def main() -> None:
 @click.option("--address", default=None,
               help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
-def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
+def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
             window_s: float, min_cluster_size: int | None, engine: str, address: str | None,
             quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
@@ -86,7 +87,9 @@ def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighb
     dynamics_mismatch, task_scope_overflow, deployment_system_noise or unexplained, and its
     rate per deployment is tracked.
 
-    DATASET is a folder in the sim2real dataset format (episodes + signals, Parquet or CSV).
+    DATASET is a folder in the sim2real dataset format (episodes + signals, Parquet or CSV):
+    a local path or any URI pyarrow's filesystems open (s3://bucket/fleet-2026-11,
+    gs://..., file:///...), with the store's usual credentials (AWS_* variables, ~/.aws...).
     Writes OUT/report.json (the scriptable contract), OUT/report.html (open it in a
     browser, works offline), OUT/signatures.parquet and OUT/traces.parquet.
 
@@ -95,6 +98,7 @@ def analyze(dataset: Path, out: Path, previous: Path | None, seed: int, n_neighb
       sim2real analyze fleet/ -o out/
       sim2real analyze fleet/ -o out-w09/ --previous out/report.json
       sim2real analyze fleet/ -o out/ --engine ray --address auto
+      sim2real analyze s3://telemetry/fleet-2026-11 -o out/ --engine ray
     """
     from sim2real.api import analyze as run_analyze
     from sim2real.pipeline import AnalysisConfig

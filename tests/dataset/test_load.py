@@ -15,6 +15,8 @@ from sim2real.cli import main
 from sim2real.dataset import Channel, ParamRange, load_dataset, write_dataset
 from sim2real.errors import DatasetError
 
+from ..conftest import ObjectStore
+
 
 def _episodes(**overrides: list[object]) -> pa.Table:
     columns: dict[str, list[object]] = {
@@ -192,3 +194,63 @@ def test_append_rejects_existing_ids_and_keeps_dataset(tmp_path: Path) -> None:
         write_dataset(root, _episodes(), _signals(), append=True)
     assert sorted(p.name for p in (root / "signals").iterdir()) == before
     assert load_dataset(root).episodes.num_rows == 4
+
+
+# The same dataset on an object store (a local S3-compatible server): the same tables, and
+# every error names the object, column and row.
+
+
+def test_dataset_on_s3_loads_like_the_local_folder(tmp_path: Path, s3: ObjectStore) -> None:
+    root = _write(tmp_path)
+    local, remote = load_dataset(root), load_dataset(s3.upload(root, "good"))
+    assert str(remote.root) == "s3://bucket/good"
+    assert remote.root.canonical() == "s3://bucket/good"
+    assert remote.episodes.equals(local.episodes)
+    assert (remote.channels, remote.params) == (local.channels, local.params)
+    assert (remote.deployments, remote.durations) == (local.deployments, local.durations)
+    assert remote.warnings == local.warnings
+    assert [str(f) for f in remote.signal_files] == ["s3://bucket/good/signals/part-00000.parquet"]
+    window = remote.read_signals(["r2", "s1"], columns=["grip_force", "absent"])
+    assert window.equals(local.read_signals(["r2", "s1"], columns=["grip_force", "absent"]))
+
+
+def test_csv_dataset_on_s3(tmp_path: Path, s3: ObjectStore) -> None:
+    root = tmp_path / "csv"
+    root.mkdir()
+    pacsv.write_csv(_episodes(), root / "episodes.csv")
+    pacsv.write_csv(_signals(), root / "signals.csv")
+    (root / "channels.csv").write_text("channel,family,unit\r\ngrip_force,dynamics,N\r\n")
+    ds = load_dataset(s3.upload(root, "csv"))
+    assert ds.episodes.num_rows == 4
+    assert ds.channels["grip_force"] == Channel("grip_force", "dynamics", "N")
+    assert set(ds.read_signals(["s1"])["episode_id"].to_pylist()) == {"s1"}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_each_rule_names_the_object_on_s3(tmp_path: Path, s3: ObjectStore, case: str) -> None:
+    breaker, column, message, row = BAD_INPUTS[case]
+    root = _write(tmp_path)
+    breaker(root)
+    name = "bad-" + case.replace(" ", "-")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(s3.upload(root, name))
+    err = info.value
+    assert (err.column, err.row) == (column, row)
+    assert message in str(err)
+    assert err.file is not None and err.file.startswith(f"s3://bucket/{name}")
+
+
+def test_cli_on_s3_bad_input_exits_2(tmp_path: Path, s3: ObjectStore) -> None:
+    root = _write(tmp_path)
+    _rewrite_episodes(episode_id=["r1", "r2", "s1", "r1"])(root)
+    uri = s3.upload(root, "cli-bad")
+    out = tmp_path / "out"
+    for dataset, expected in [
+        (uri, "s3://bucket/cli-bad/episodes.parquet, column 'episode_id', row 3"),
+        (uri.replace("cli-bad", "nothing-here"), "s3://bucket/nothing-here: expected a dataset"),
+        ("nosuch://bucket/x", "nosuch://bucket/x: no pyarrow filesystem opens it"),
+    ]:
+        result = CliRunner().invoke(main, ["analyze", dataset, "-o", str(out), "--quiet"])
+        assert result.exit_code == 2, result.output
+        assert expected in result.output
+        assert not out.exists()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sim2real.dataset import Channel, load_dataset, write_dataset
 from sim2real.match.grid import build_grid, grid_step
@@ -48,3 +49,59 @@ def test_windows_interpolate_between_grid_points(tmp_path: Path) -> None:
     np.testing.assert_allclose(values, 3.0 * times[0] + 1.0, rtol=1e-5)
     short = window_times(np.array([0.4]), 1.0, 5)
     assert short[0, 0] == 0.0  # a window never starts before the episode
+
+
+def _expected(t: np.ndarray, x: np.ndarray, dt: float, n_steps: int) -> np.ndarray:
+    """The grid of one episode by numpy.interp: the reference the kernel must match."""
+    grid_t = np.arange(n_steps) * dt
+    out = np.interp(grid_t, t, x)
+    out[grid_t > t[-1] + 1e-9] = np.nan
+    return out.astype(np.float32)
+
+
+def test_many_episodes_across_row_groups_and_parts_match_numpy_interp(tmp_path: Path) -> None:
+    """2,300 episodes: the sharded read, episodes that straddle shards and parts, and
+    episodes whose rows interleave (read by ID), all against numpy.interp."""
+    rng = np.random.default_rng(0)
+    ids = [f"e{i:05d}" for i in range(2300)]
+    samples = {e: np.sort(rng.uniform(0, 2, rng.integers(2, 12))) for e in ids}
+    table = pa.table({"episode_id": [e for e in ids for _ in samples[e]],
+                      "t": np.concatenate([samples[e] for e in ids]),
+                      "x": rng.normal(size=sum(len(s) for s in samples.values()))})
+    root = write_dataset(tmp_path / "ds", pa.table({"episode_id": ids, "source": ["sim"] * 2300,
+                                                    "task": ["pick"] * 2300}), table.slice(0, 1),
+                         channels=[Channel("x", "dynamics")])
+    half = table.num_rows // 2 + 3  # inside an episode: it continues in the next part
+    for part in (root / "signals").glob("*.parquet"):
+        part.unlink()
+    pq.write_table(table.slice(0, half), root / "signals" / "part-0.parquet", row_group_size=97)
+    pq.write_table(table.slice(half), root / "signals" / "part-1.parquet", row_group_size=97)
+    ds = load_dataset(root)
+    wanted = ids[::-1]
+    grid = build_grid(ds, wanted, ["x"], 0.05, 2.0)
+    xs = table["x"].to_numpy()
+    starts = np.cumsum([0] + [len(samples[e]) for e in ids])
+    for row, e in enumerate(wanted):
+        k = ids.index(e)
+        expected = _expected(samples[e], xs[starts[k]:starts[k + 1]], 0.05, grid.values.shape[1])
+        np.testing.assert_allclose(grid.values[row, :, 0], expected, rtol=1e-6, atol=1e-6)
+        assert grid.durations[row] == samples[e][-1]
+    # Rows in time order across episodes: each episode's rows interleaved with the others'.
+    by_time = np.argsort(table["t"].to_numpy(), kind="stable")
+    pq.write_table(table.take(by_time), root / "signals" / "part-0.parquet")
+    (root / "signals" / "part-1.parquet").unlink()
+    by_id = build_grid(load_dataset(root), ["e00007", "e00003", "no-samples"], ["x", "absent"],
+                       0.05, 2.0)
+    np.testing.assert_array_equal(by_id.values[:2, :, 0], grid.values[[-8, -4], :, 0])
+    assert np.isnan(by_id.values[:, :, 1]).all() and np.isnan(by_id.values[2]).all()
+    assert by_id.durations[2] == 0.0
+
+
+def test_narrow_keeps_the_kept_channels_in_place(tmp_path: Path) -> None:
+    ds = load_dataset(_dataset(tmp_path))
+    grid = build_grid(ds, ["fast", "slow"], ["absent", "x", "missing_too"], 0.05, 2.0)
+    assert grid.recorded().tolist() == [False, True, False]
+    x = grid.values[:, :, 1].copy()
+    narrow = grid.narrow(["x"])
+    assert narrow.channels == ("x",)
+    np.testing.assert_array_equal(narrow.values[:, :, 0], x)

@@ -1,6 +1,7 @@
 """The dataset format: schema, loading with validation, and writing."""
 
 from sim2real.dataset.load import Dataset, load_dataset
+from sim2real.dataset.location import Location
 from sim2real.dataset.schema import FAMILIES, Channel, Family, ParamRange, infer_family
 from sim2real.dataset.write import write_dataset
 
@@ -9,6 +10,7 @@ __all__ = [
     "Channel",
     "Dataset",
     "Family",
+    "Location",
     "ParamRange",
     "infer_family",
     "load_dataset",

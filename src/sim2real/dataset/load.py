@@ -1,8 +1,9 @@
-"""Read a dataset folder and check every rule of the format."""
+"""Read a dataset folder (local or on an object store) and check every rule of the format."""
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 
+from sim2real.dataset.location import Location
 from sim2real.dataset.schema import (
     CTX_PREFIX,
     FAMILIES,
@@ -34,9 +36,9 @@ class Dataset:
     """A validated dataset: the episodes table in memory, signals read on demand.
 
     Attributes:
-        root: the dataset folder.
+        root: the dataset folder: a local path or an object-store URI.
         episodes: one row per episode, ``started_at`` as a UTC timestamp.
-        signal_files: the Parquet or CSV files holding the samples.
+        signal_files: the Parquet or CSV files holding the samples, on ``root``'s filesystem.
         channels: every channel present in the signals, in column order.
         params: randomisation ranges, keyed by parameter name without ``param.``.
         deployments: real deployments ordered by their earliest ``started_at``.
@@ -44,9 +46,9 @@ class Dataset:
         warnings: what the loader had to guess (inferred families, derived ranges).
     """
 
-    root: Path
+    root: Location
     episodes: pa.Table
-    signal_files: tuple[Path, ...]
+    signal_files: tuple[Location, ...]
     channels: Mapping[str, Channel]
     params: Mapping[str, ParamRange]
     deployments: tuple[str, ...]
@@ -89,7 +91,9 @@ def load_dataset(path: str | Path) -> Dataset:
 
     Args:
         path: folder with ``episodes.parquet|csv``, ``signals.parquet|csv`` or ``signals/``,
-            and optionally ``channels.csv`` and ``params.csv``.
+            and optionally ``channels.csv`` and ``params.csv``: a local path or any URI
+            pyarrow's filesystems open (``s3://bucket/prefix``, ``gs://...``,
+            ``file:///...``; credentials come from the store's usual environment).
 
     Returns:
         The validated :class:`Dataset`.
@@ -97,7 +101,7 @@ def load_dataset(path: str | Path) -> Dataset:
     Raises:
         DatasetError: a rule of the format is broken; the message names file, column, row.
     """
-    root = Path(path)
+    root = Location.parse(path)
     if not root.is_dir():
         raise DatasetError("expected a dataset folder", file=str(root))
     episodes_file = _one_of(root, "episodes.parquet", "episodes.csv")
@@ -133,39 +137,40 @@ def _add_durations(durations: dict[str, float], table: pa.Table) -> None:
         durations[episode] = max(durations.get(episode, last), last)
 
 
-def _one_of(root: Path, *names: str) -> Path:
+def _one_of(root: Location, *names: str) -> Location:
     for name in names:
         if (root / name).exists():
             return root / name
     raise DatasetError(f"missing; expected one of {', '.join(names)}", file=str(root))
 
 
-def _read_table(file: Path) -> pa.Table:
+def _read_table(file: Location) -> pa.Table:
     try:
         if file.suffix == ".csv":
             # An empty CSV cell is a missing value, as in every spreadsheet.
             options = pacsv.ConvertOptions(strings_can_be_null=True)
-            return pacsv.read_csv(file, convert_options=options)
-        return pads.dataset(file, format="parquet").to_table()
+            with file.filesystem.open_input_stream(file.path) as stream:
+                return pacsv.read_csv(stream, convert_options=options)
+        return pads.dataset(file.path, format="parquet", filesystem=file.filesystem).to_table()
     except (pa.ArrowInvalid, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
 
-def _signal_files(root: Path) -> tuple[Path, ...]:
+def _signal_files(root: Location) -> tuple[Location, ...]:
     if (root / "signals").is_dir():
-        parts = tuple(sorted((root / "signals").glob("*.parquet")))
+        parts = tuple((root / "signals").files(".parquet"))
         if not parts:
             raise DatasetError("folder holds no *.parquet parts", file=str(root / "signals"))
         return parts
     return (_one_of(root, "signals.parquet", "signals.csv"),)
 
 
-def _signal_dataset(files: Sequence[Path]) -> pads.Dataset:
+def _signal_dataset(files: Sequence[Location]) -> pads.Dataset:
     fmt = "csv" if files[0].suffix == ".csv" else "parquet"
-    return pads.dataset([str(f) for f in files], format=fmt)
+    return pads.dataset([f.path for f in files], format=fmt, filesystem=files[0].filesystem)
 
 
-def _iter_parts(file: Path) -> list[pa.Table]:
+def _iter_parts(file: Location) -> list[pa.Table]:
     """The ``episode_id`` and ``t`` columns of one signals file, in file order."""
     try:
         source = _signal_dataset([file])
@@ -177,7 +182,7 @@ def _iter_parts(file: Path) -> list[pa.Table]:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
 
-def _channel_columns(files: Sequence[Path]) -> list[str]:
+def _channel_columns(files: Sequence[Location]) -> list[str]:
     names: dict[str, None] = {}
     for file in files:
         schema = _signal_dataset([file]).schema
@@ -194,11 +199,11 @@ def _channel_columns(files: Sequence[Path]) -> list[str]:
     return list(names)
 
 
-def _channels(root: Path, names: list[str], warnings: list[str]) -> dict[str, Channel]:
+def _channels(root: Location, names: list[str], warnings: list[str]) -> dict[str, Channel]:
     declared: dict[str, Channel] = {}
     path = root / "channels.csv"
     if path.exists():
-        with path.open(newline="") as f:
+        with io.StringIO(path.read_text(), newline="") as f:
             reader = csv.DictReader(f)
             for field in ("channel", "family"):
                 if field not in (reader.fieldnames or []):
@@ -229,7 +234,7 @@ def _channels(root: Path, names: list[str], warnings: list[str]) -> dict[str, Ch
     return channels
 
 
-def _params(root: Path, episodes: pa.Table, warnings: list[str]) -> dict[str, ParamRange]:
+def _params(root: Location, episodes: pa.Table, warnings: list[str]) -> dict[str, ParamRange]:
     columns = [c for c in episodes.column_names if c.startswith(PARAM_PREFIX)]
     sim = episodes.filter(pc.equal(episodes["source"], "sim"))
     declared: dict[str, ParamRange] = {}
@@ -256,9 +261,9 @@ def _params(root: Path, episodes: pa.Table, warnings: list[str]) -> dict[str, Pa
     return params
 
 
-def _read_params_csv(path: Path) -> dict[str, ParamRange]:
+def _read_params_csv(path: Location) -> dict[str, ParamRange]:
     out: dict[str, ParamRange] = {}
-    with path.open(newline="") as f:
+    with io.StringIO(path.read_text(), newline="") as f:
         reader = csv.DictReader(f)
         for field in ("param", "low", "high"):
             if field not in (reader.fieldnames or []):

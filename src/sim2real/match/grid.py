@@ -6,11 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim2real.dataset import Dataset
+from sim2real.match.resample import resample_into
 from sim2real.match.shards import plan_shards, read_sharded
 
 if TYPE_CHECKING:
@@ -44,6 +46,24 @@ class SignalGrid:
         """Row numbers of the given episodes."""
         lookup = {e: i for i, e in enumerate(self.episode_ids)}
         return np.array([lookup[e] for e in episode_ids], dtype=np.int64)
+
+    def recorded(self) -> np.ndarray:
+        """``(n_channels,)`` whether each channel holds a value anywhere in the grid."""
+        return _any_finite(self.values)
+
+    def narrow(self, channels: Sequence[str]) -> SignalGrid:
+        """The grid restricted to ``channels`` (a subsequence of its own, in order), without
+        a second copy of the values: each step's kept channels move to its front in place
+        and the result views them. This grid's values are overwritten: use only the result.
+        """
+        if tuple(channels) == self.channels:
+            return self
+        keep = np.array([self.channels.index(c) for c in channels], dtype=np.int64)
+        if keep.size and np.any(np.diff(keep) <= 0):
+            raise ValueError("narrow keeps channels in their own order")
+        _move_to_front(self.values, keep)
+        return SignalGrid(self.episode_ids, tuple(channels), self.dt,
+                          self.values[:, :, : keep.size], self.durations)
 
     def at(self, rows: np.ndarray, times: np.ndarray) -> np.ndarray:
         """Values of ``rows`` at ``times`` by linear interpolation on the grid.
@@ -90,61 +110,47 @@ def build_grid(
 ) -> SignalGrid:
     """Resample the given episodes onto a grid of step ``dt`` from 0 to ``t_max`` seconds.
 
-    Reads only the named channels of the named episodes, in chunks, so memory stays at the
-    size of the grid. Many episodes of sorted Parquet parts (what ``write_dataset`` writes)
-    are read in one pass over the row groups that hold them, shard by shard on
-    ``executor``; a few episodes (or unsorted parts) are read by ID.
+    Reads only the named channels of the named episodes and interpolates them straight into
+    the grid (:mod:`sim2real.match.resample`), so memory stays at the size of the grid plus
+    one read's worth of samples. Many episodes of sorted Parquet parts (what
+    ``write_dataset`` writes) are read in one pass over the row groups that hold them,
+    shard by shard (as tasks of a remote ``executor``); a few episodes (or unsorted parts)
+    are read by ID, in chunks.
     """
     n_steps = int(np.ceil(t_max / dt)) + 1
+    values = np.empty((len(episode_ids), n_steps, len(channels)), dtype=np.float32)
+    durations = np.zeros(len(episode_ids))
+    wanted = pa.array(list(episode_ids), pa.string())
+    written = np.zeros(len(episode_ids), dtype=bool)
     shards = plan_shards(dataset.signal_files, episode_ids) \
         if len(episode_ids) > _CHUNK_EPISODES else None
     if shards is not None:
-        values, durations = read_sharded(shards, episode_ids, channels, dt, n_steps,
-                                         _resample, executor)
-        return SignalGrid(tuple(episode_ids), tuple(channels), dt, values, durations)
-    values = np.full((len(episode_ids), n_steps, len(channels)), np.nan, dtype=np.float32)
-    durations = np.zeros(len(episode_ids))
-    for start in range(0, len(episode_ids), _CHUNK_EPISODES):
-        chunk = list(episode_ids[start : start + _CHUNK_EPISODES])
-        table = dataset.read_signals(chunk, columns=list(channels))
-        block, dur = _resample(table, chunk, list(channels), dt, n_steps)
-        values[start : start + len(chunk)] = block
-        durations[start : start + len(chunk)] = dur
+        written[read_sharded(shards, wanted, channels, dt, values, durations, executor)] = True
+    else:
+        for start in range(0, len(episode_ids), _CHUNK_EPISODES):
+            chunk = list(episode_ids[start : start + _CHUNK_EPISODES])
+            table = dataset.read_signals(chunk, columns=list(channels))
+            written[resample_into(table, wanted, channels, dt, values, durations)] = True
+    values[~written] = np.nan  # episodes without a single sample
     return SignalGrid(tuple(episode_ids), tuple(channels), dt, values, durations)
 
 
-def _resample(
-    table: pa.Table, episode_ids: list[str], channels: list[str], dt: float, n_steps: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Linear interpolation of every episode at once, through one sorted key array."""
-    n_ep = len(episode_ids)
-    codes = pc.index_in(table["episode_id"], value_set=pa.array(episode_ids)).to_numpy(
-        zero_copy_only=False
-    )
-    t = table["t"].to_numpy().astype(np.float64)
-    order = np.lexsort((t, codes))
-    codes, t = codes[order], t[order]
-    samples = np.column_stack(
-        [table[c].to_numpy(zero_copy_only=False).astype(np.float64)[order] for c in channels]
-    ) if channels else np.zeros((len(t), 0))
-    first = np.searchsorted(codes, np.arange(n_ep), side="left")
-    last = np.searchsorted(codes, np.arange(n_ep), side="right") - 1
-    present = last >= first
-    durations = np.where(present, t[np.maximum(last, 0)], 0.0)
-    # Episode k's samples live at keys k * span + t, so one searchsorted serves all episodes.
-    span = float(t.max() if t.size else 0.0) + 2 * dt + 1.0
-    keys = codes * span + t
-    grid_t = np.arange(n_steps) * dt
-    query = (np.arange(n_ep)[:, None] * span + grid_t[None, :]).ravel()
-    ep_of_query = np.repeat(np.arange(n_ep), n_steps)
-    lo = np.clip(np.searchsorted(keys, query, side="right") - 1, first[ep_of_query],
-                 np.maximum(last[ep_of_query], first[ep_of_query]))
-    hi = np.minimum(lo + 1, np.maximum(last[ep_of_query], first[ep_of_query]))
-    lo = np.minimum(lo, len(t) - 1)
-    hi = np.minimum(hi, len(t) - 1)
-    gap = keys[hi] - keys[lo]
-    weight = np.where(gap > 0, np.clip((query - keys[lo]) / np.where(gap > 0, gap, 1), 0, 1), 0)
-    out = samples[lo] * (1 - weight[:, None]) + samples[hi] * weight[:, None]
-    beyond = (np.tile(grid_t, n_ep) > durations[ep_of_query] + 1e-9) | ~present[ep_of_query]
-    out[beyond] = np.nan
-    return out.reshape(n_ep, n_steps, len(channels)).astype(np.float32), durations
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _any_finite(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    n_ch = values.shape[2]
+    seen = np.zeros((values.shape[0], n_ch), dtype=np.bool_)
+    for i in numba.prange(values.shape[0]):
+        for s in range(values.shape[1]):
+            for c in range(n_ch):
+                if np.isfinite(values[i, s, c]):
+                    seen[i, c] = True
+    return seen.sum(axis=0) > 0
+
+
+@numba.njit(parallel=True, nogil=True, cache=True)
+def _move_to_front(values: np.ndarray, keep: np.ndarray) -> None:  # pragma: no cover
+    # keep is increasing, so keep[k] >= k: writing slot k never clobbers a later source.
+    for i in numba.prange(values.shape[0]):
+        for s in range(values.shape[1]):
+            for k in range(keep.size):
+                values[i, s, k] = values[i, s, keep[k]]

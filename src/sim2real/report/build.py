@@ -150,7 +150,7 @@ def _summary(diagnosis: Diagnosis) -> DatasetSummary:
         failures=len(diagnosis.signatures.episode_ids),
         deployments=list(diagnosis.dataset.deployments),
         tasks=sorted(set(episodes["task"].to_pylist())),
-        path=str(diagnosis.dataset.root.resolve()),
+        path=diagnosis.dataset.root.canonical(),
     )
 
 

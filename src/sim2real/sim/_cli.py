@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from sim2real._atomic import atomic_files
+from sim2real.dataset._cli import DatasetArgument
 from sim2real.sim.calibrate import CalibrationConfig
 from sim2real.sim.calibrate import calibrate as run_calibration
 from sim2real.sim.check import CHECK_JSON
@@ -26,7 +27,7 @@ _RUN_HELP = ("an analyze output folder to take the cluster's events from; withou
 
 def _common(f: Any) -> Any:
     for option in reversed([
-        click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+        click.argument("dataset", type=DatasetArgument()),
         click.option("--cluster", "cluster", help="cluster ID of the report, e.g. C3"),
         click.option("--episodes", help="comma-separated real episode IDs (instead of, or "
                      "within, the cluster)"),
@@ -68,7 +69,7 @@ def _write(out: Path, name: str, data: dict[str, Any]) -> Path:
               help="search this factor beyond the randomisation range")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="folder to write calibration.json into")
-def calibrate_command(dataset: Path, cluster: str | None, episodes: str | None,
+def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | None,
                       run: Path | None, adapter: str, workers: int | None, seed: int,
                       quiet: bool, params: tuple[str, ...], popsize: int, generations: int,
                       restarts: int, max_episodes: int, seeds: int, widen: float,
@@ -116,7 +117,7 @@ def calibrate_command(dataset: Path, cluster: str | None, episodes: str | None,
               help="real episodes replayed")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="folder to write check.json into  [default: --run, if given]")
-def check_command(dataset: Path, cluster: str | None, episodes: str | None, run: Path | None,
+def check_command(dataset: str | Path, cluster: str | None, episodes: str | None, run: Path | None,
                   adapter: str, workers: int | None, seed: int, quiet: bool,
                   updates: tuple[str, ...], baselines: tuple[str, ...], seeds: int,
                   max_episodes: int, out: Path | None) -> None:

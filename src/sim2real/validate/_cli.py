@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from sim2real._progress import Stages
+from sim2real.dataset._cli import DatasetArgument
 from sim2real.validate.compare import validate as run_validate
 
 __all__ = ["validate"]
@@ -20,7 +21,7 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 
 
 @click.command("validate")
-@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("dataset", type=DatasetArgument())
 @click.option("--baseline", required=True, callback=_deployments,
               help="Deployments before the fix, comma-separated (e.g. w05,w06).")
 @click.option("--candidate", required=True, callback=_deployments,
@@ -30,7 +31,7 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 @click.option("--previous", type=click.Path(exists=True, path_type=Path),
               help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
-def validate(dataset: Path, baseline: list[str], candidate: list[str], out: Path,
+def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
              previous: Path | None, quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
