@@ -33,24 +33,29 @@ class FeatureSpace:
         columns: group -> the feature columns clustered within that group.
         vocabulary: the unseen context values and the suspicious ``sys.*`` values that have
             a column each, in column order; new events are placed with the same columns.
+        effects: ``(n_events, n_channels)`` the events' signed channel effects (sigma).
+        null: ``(n_null, n_channels)`` the same for comparisons where no gap exists.
     """
 
     values: np.ndarray
     groups: np.ndarray
     columns: dict[str, np.ndarray]
     vocabulary: tuple[tuple[str, ...], tuple[str, ...]]
+    effects: np.ndarray
+    null: np.ndarray
 
     def take(self, rows: np.ndarray) -> FeatureSpace:
         """The same space restricted to events ``rows``."""
         return FeatureSpace(self.values[rows], self.groups[rows], self.columns,
-                            self.vocabulary)
+                            self.vocabulary, self.effects[rows], self.null)
 
     @staticmethod
     def concat(parts: list[FeatureSpace]) -> FeatureSpace:
         """Events of several spaces built from the same signature layout, stacked."""
         return FeatureSpace(np.vstack([p.values for p in parts]),
                             np.concatenate([p.groups for p in parts]), parts[0].columns,
-                            parts[0].vocabulary)
+                            parts[0].vocabulary, np.vstack([p.effects for p in parts]),
+                            parts[0].null)
 
 
 # Feature vectors are capped at this norm (see _cap); an event this close to a cluster's
@@ -111,7 +116,8 @@ def signature_features(
         rows = groups == group
         if rows.any() and cols.size:
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
-    return FeatureSpace(values, groups, columns, vocabulary)
+    return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects),
+                        np.nan_to_num(sig.null_effects))
 
 
 def _cap(block: np.ndarray, max_norm: float) -> np.ndarray:
@@ -139,10 +145,8 @@ class _DensityClusterer:
 
     HDBSCAN calls the sparse rim of a cluster noise; an event is attached to a cluster when
     it lies no farther from the cluster's nearest member than the cluster's own members lie
-    from each other (the largest nearest-neighbour distance inside it). With
-    ``align_cosine``, an event still left over joins the cluster whose mean deviation points
-    most like its own, when the cosine reaches it. The same rules assign new events in
-    :meth:`predict`.
+    from each other (the largest nearest-neighbour distance inside it). The same rule
+    assigns new events in :meth:`predict`.
 
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
@@ -155,14 +159,12 @@ class _DensityClusterer:
             cluster's own core.
         merge_cosine: clusters whose centroids point this much alike are merged.
         single: whether all events may form one cluster.
-        align_cosine: leftover events join the best-aligned cluster from this cosine on;
-            ``None``: never.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
                  sample_above: int = SAMPLE_ABOVE, seed: int = 0,
                  min_reach: float = 0.0, merge_cosine: float = 1.0,
-                 single: bool = True, align_cosine: float | None = None) -> None:
+                 single: bool = True) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
@@ -170,7 +172,6 @@ class _DensityClusterer:
         self.min_reach = min_reach
         self.merge_cosine = merge_cosine
         self.single = single
-        self.align_cosine = align_cosine
 
     def fit(self, features: np.ndarray) -> _DensityClusterer:
         """Cluster ``features`` ``(n_events, n_features)``; sets ``labels_``."""
@@ -182,10 +183,8 @@ class _DensityClusterer:
         if n < size:
             return self
         dense = _merge_aligned(features, self._dense(features, size), self.merge_cosine)
-        ids = sorted(set(dense) - {-1})
-        self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach) for c in ids}
-        self.directions_ = _unit(np.stack([features[dense == c].mean(axis=0) for c in ids])
-                                 if ids else np.zeros((0, features.shape[1])))
+        self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach)
+                       for c in sorted(set(dense) - {-1})}
         self.labels_ = np.where(dense >= 0, dense, self._attach(features, dense))
         return self
 
@@ -210,15 +209,6 @@ class _DensityClusterer:
         return self._attach(features, self.labels_)
 
     def _attach(self, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        near = self._attach_near(features, labels)
-        if self.align_cosine is None or not self.directions_.shape[0]:
-            return near
-        cosine = _unit(features) @ self.directions_.T
-        best = cosine.argmax(axis=1)
-        aligned = cosine[np.arange(len(best)), best] >= self.align_cosine
-        return np.where((near < 0) & aligned, best, near)
-
-    def _attach_near(self, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
         clustered = labels >= 0
         if not clustered.any() or features.shape[0] == 0:
             return np.full(features.shape[0], -1)
@@ -245,6 +235,14 @@ class FailureClusterer:
     """Density clusters of failures within each primary-family group (see
     :func:`signature_features`); events that fit no cluster get label -1.
 
+    A failure whose cause shows only faintly (a light barely below sim's range, a drop
+    that looks much like sim's own drops) rarely sits in a dense region, yet it may still
+    deviate the way a cluster does. An event left over by the density clustering joins
+    the cluster along whose typical deviation (its members' median channel effects) it
+    deviates further than ``1 - tail`` of the comparisons where no gap exists do; of
+    several, the one it passes by the widest margin. Events that deviate no more than
+    sim's own comparisons stay in no cluster.
+
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
             number of events (2 %, at least 5).
@@ -252,14 +250,16 @@ class FailureClusterer:
         sample_above: more events than this in a group are clustered through a seeded
             sample of this size; see :data:`SAMPLE_ABOVE`.
         seed: chooses that sample.
+        tail: share of no-gap comparisons that would reach a cluster by that rule.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
-                 sample_above: int = SAMPLE_ABOVE, seed: int = 0) -> None:
+                 sample_above: int = SAMPLE_ABOVE, seed: int = 0, tail: float = 0.05) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
         self.seed = seed
+        self.tail = tail
 
     def fit(self, space: FeatureSpace) -> FailureClusterer:
         """Cluster every group; sets ``labels_`` (cluster numbers unique across groups)."""
@@ -275,19 +275,39 @@ class FailureClusterer:
                 continue
             # Failures that look like sim's own form a cluster only where they have
             # structure of their own; a featureless blob of them is no finding.
-            # An event of a family group deviates in that family by definition: where it is
-            # no dense member, the family's cluster it points most like is still its best
-            # account. Sim-like failures have no such family, so they keep their noise.
-            explained = group != "unexplained"
             model = _DensityClusterer(size, self.min_samples, self.sample_above, self.seed,
                                       min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE,
-                                      single=explained,
-                                      align_cosine=ALIGN_COSINE if explained else None)
+                                      single=group != "unexplained")
             model.fit(space.values[np.ix_(rows, cols)])
             self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
             self.models_[group] = (model, offset)
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
+        self._fit_directions(space)
+        self.labels_ = self._attach_faint(space.effects, self.labels_)
         return self
+
+    def _fit_directions(self, space: FeatureSpace) -> None:
+        """Each cluster's typical deviation (unit vector) and the projection onto it that
+        only ``tail`` of the no-gap comparisons exceed."""
+        ids = sorted(set(self.labels_.tolist()) - {-1})
+        self.directions_ = _unit(np.stack(
+            [np.median(space.effects[self.labels_ == c], axis=0) for c in ids]
+        ) if ids else np.zeros((0, space.effects.shape[1])))
+        self.direction_ids_ = np.array(ids, dtype=int)
+        self.thresholds_ = (np.quantile(space.null @ self.directions_.T, 1.0 - self.tail, axis=0)
+                            if ids and len(space.null) else np.full(len(ids), np.inf))
+
+    def _attach_faint(self, effects: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """``labels`` with the leftover events attached by the rule of the class docstring."""
+        left = labels < 0
+        if not left.any() or self.direction_ids_.size == 0:
+            return labels
+        margin = (effects[left] @ self.directions_.T) / np.maximum(self.thresholds_, 1e-12)
+        best = margin.argmax(axis=1)
+        passed = margin[np.arange(len(best)), best] > 1.0
+        out = labels.copy()
+        out[left] = np.where(passed, self.direction_ids_[best], -1)
+        return out
 
     def predict(self, space: FeatureSpace) -> np.ndarray:
         """Assign new events to the fitted clusters of their group, -1 where none fits."""
@@ -298,18 +318,13 @@ class FailureClusterer:
                 continue
             found = model.predict(space.values[np.ix_(rows, space.columns[group])])
             out[rows] = np.where(found >= 0, found + offset, -1)
-        return out
+        return self._attach_faint(space.effects, out)
 
 
 # Clusters of one group whose mean deviations point the same way (cosine at least this)
 # are one cause seen at different strengths: early weeks of a dimming light move one
 # perception channel, later weeks all of them.
 MERGE_COSINE = 0.7
-
-
-# A leftover event of a family group joins the cluster its deviation points most like from
-# this cosine on (about 73 degrees): loosely alike, not opposite or unrelated.
-ALIGN_COSINE = 0.3
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

@@ -78,6 +78,9 @@ class Signatures:
             system family score is the larger of this and ``sys_evidence``.
         drift_score: ``(n,)``.
         nearest: per event, the matched sim episode IDs, nearest first.
+        null_effects: ``(n_null, n_channels)`` channel effects of the sim-vs-sim (and
+            success-vs-success) comparisons the scores were calibrated on: how far a
+            comparison strays where there is no gap.
     """
 
     episode_ids: tuple[str, ...]
@@ -93,6 +96,7 @@ class Signatures:
     system_channels: np.ndarray
     drift_score: np.ndarray
     nearest: list[list[str]]
+    null_effects: np.ndarray
 
     def family(self, name: str) -> np.ndarray:
         """``(n,)`` one column of :attr:`family_scores`."""
@@ -271,7 +275,7 @@ def signatures(
         drift[i] = scorer.drift(family[i, :system + 1], float(task_scope[i]))
     return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z, effects,
                       family, onset, novelty, flagged, evidence, channel_system, drift,
-                      nearest)
+                      nearest, scorer.null_effects_)
 
 
 def _against_successes(

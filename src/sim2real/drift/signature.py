@@ -112,6 +112,7 @@ class DriftScorer:
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0
         raw = [self._raw(d) for d in null]
+        self.null_effects_ = np.stack([_effects(r[0]) for r in raw])
         fam = np.stack([r[1] for r in raw])
         seg = np.stack([r[2] for r in raw])
         self.family_scale_ = _widened(_positive(np.nanmedian(fam, axis=0)), fam, SIGNIFICANT)
