@@ -86,10 +86,11 @@ def test_many_episodes_across_row_groups_and_parts_match_numpy_interp(tmp_path: 
         expected = _expected(samples[e], xs[starts[k]:starts[k + 1]], 0.05, grid.values.shape[1])
         np.testing.assert_allclose(grid.values[row, :, 0], expected, rtol=1e-6, atol=1e-6)
         assert grid.durations[row] == samples[e][-1]
-    # Rows in time order across episodes: each episode's rows interleaved with the others'.
-    by_time = np.argsort(table["t"].to_numpy(), kind="stable")
-    pq.write_table(table.take(by_time), root / "signals" / "part-0.parquet")
-    (root / "signals" / "part-1.parquet").unlink()
+    # Rows in time order across episodes (each episode's rows between the others'), in two
+    # parts that both span every episode: no shards, the read by ID.
+    by_time = table.take(np.argsort(table["t"].to_numpy(), kind="stable"))
+    pq.write_table(by_time.slice(0, half), root / "signals" / "part-0.parquet")
+    pq.write_table(by_time.slice(half), root / "signals" / "part-1.parquet")
     by_id = build_grid(load_dataset(root), ["e00007", "e00003", "no-samples"], ["x", "absent"],
                        0.05, 2.0)
     np.testing.assert_array_equal(by_id.values[:2, :, 0], grid.values[[-8, -4], :, 0])

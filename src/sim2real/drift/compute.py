@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from sim2real.drift.evidence import Novelty, SysFinding
-from sim2real.drift.signature import SCORE_FAMILIES, DriftScorer, SegmentDiff, segment_diff
+from sim2real.drift.signature import SCORE_FAMILIES, DriftScorer, SegmentDiff, segment_diffs
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import CandidateQuery
@@ -186,42 +186,58 @@ class _CompareJob(NamedTuple):
 def _compare_chunk(
     job: _CompareJob, chunk: tuple[int, ...]
 ) -> tuple[list[SegmentDiff], list[list[str]]]:
-    """:func:`compare` for the queries numbered in ``chunk``, in that order."""
+    """:func:`compare` for the queries numbered in ``chunk``, in that order.
+
+    Windows are interpolated and compared for the whole chunk at once; only the matching
+    itself runs query by query.
+    """
     queries = job.queries
     sim_channels, ref_channels = list(job.sim_channels), list(job.ref_channels)
-    matcher, reference, n_segments = job.matcher, job.reference, job.n_segments
-    n_points = matcher.n_points
+    matcher, n_segments = job.matcher, job.n_segments
     sim_ids = matcher.bank_.grid.episode_ids
-    prepared = []
-    for i in chunk:
-        row = queries.rows[i]
-        end = float(queries.ends[i])
-        length = min(queries.length, end) if end > 0 else queries.length
-        times = window_times(np.array([end]), length, n_points)
-        window = queries.grid.at(np.array([row]), times)[0]
-        own = int(row) if queries.exclude_self else None
-        prepared.append((i, row, end, length, window, own))
-    candidates = _candidates(job, prepared) if sim_channels else {}
-    diffs: list[SegmentDiff] = []
-    nearest: list[list[str]] = []
-    for i, row, end, length, window, own in prepared:
-        parts: list[SegmentDiff] = []
-        ids: list[str] = []
-        if sim_channels:
+    numbers = np.asarray(chunk, dtype=np.int64)
+    ends = queries.ends[numbers].astype(float)
+    lengths = np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
+    windows = queries.grid.at(queries.rows[numbers],
+                              window_times(ends, lengths, matcher.n_points))
+    prepared = [(i, int(queries.rows[i]), float(ends[j]), float(lengths[j]), windows[j],
+                 int(queries.rows[i]) if queries.exclude_self else None)
+                for j, i in enumerate(chunk)]
+    parts: list[list[SegmentDiff]] = [[] for _ in chunk]
+    nearest: list[list[str]] = [[] for _ in chunk]
+    if sim_channels:
+        candidates = _candidates(job, prepared)
+        matched = []
+        for j, (i, row, end, length, window, own) in enumerate(prepared):
             initial = queries.grid.values[row, 0, sim_channels]
             match = matcher.query(window[:, sim_channels], initial, queries.context, i,
                                   str(queries.tasks[i]), end, length, exclude=own,
                                   candidates=candidates.get(i))
-            parts.append(segment_diff(window[:, sim_channels], match.windows, n_segments))
-            ids = [sim_ids[r] for r in match.rows]
-        if ref_channels:
-            assert reference is not None
-            parts.append(_against_successes(window[:, ref_channels], str(queries.tasks[i]),
-                                            end, length, reference, n_points, n_segments,
-                                            own))
-        diffs.append(SegmentDiff.join(parts))
-        nearest.append(ids)
-    return diffs, nearest
+            matched.append(match.windows)
+            nearest[j] = [sim_ids[r] for r in match.rows]
+        own_windows = windows[:, :, sim_channels]
+        for j, diff in enumerate(_diffs(own_windows, matched, n_segments)):
+            parts[j].append(diff)
+    if ref_channels:
+        for j, diff in enumerate(_against_successes(job, prepared, windows[:, :, ref_channels])):
+            parts[j].append(diff)
+    return [SegmentDiff.join(p) for p in parts], nearest
+
+
+def _diffs(windows: np.ndarray, references: list[np.ndarray],
+           n_segments: int) -> list[SegmentDiff]:
+    """``segment_diff(windows[j], references[j])`` for every ``j``, batched by reference
+    count (the same numbers as one call each)."""
+    out: list[SegmentDiff] = [None] * len(references)  # type: ignore[list-item]
+    by_count: dict[int, list[int]] = {}
+    for j, refs in enumerate(references):
+        by_count.setdefault(refs.shape[0], []).append(j)
+    for members in by_count.values():
+        stacked = np.stack([references[j] for j in members])
+        for j, diff in zip(members, segment_diffs(windows[members], stacked, n_segments),
+                           strict=True):
+            out[j] = diff
+    return out
 
 
 def _candidates(
@@ -279,21 +295,37 @@ def signatures(
 
 
 def _against_successes(
-    window: np.ndarray,
-    task: str,
-    end: float,
-    length: float,
-    reference: Reference,
-    n_points: int,
-    n_segments: int,
-    self_row: int | None,
-) -> SegmentDiff:
-    rows = np.flatnonzero(reference.tasks == task)
-    if self_row is not None:
-        rows = rows[rows != self_row]
-    if rows.size == 0:
-        empty = np.full((0, n_points, window.shape[-1]), np.nan, dtype=np.float32)
-        return segment_diff(window, empty, n_segments)
-    ends = np.minimum(end, reference.grid.durations[rows])
-    times = window_times(ends, length, n_points)
-    return segment_diff(window, reference.grid.at(rows, times), n_segments)
+    job: _CompareJob,
+    prepared: list[tuple[int, int, float, float, np.ndarray, int | None]],
+    windows: np.ndarray,
+) -> list[SegmentDiff]:
+    """Each query's success-compared channels (``windows``, ``(m, n_points, n_ref)``)
+    against every real success of its task over the same window, in one interpolation
+    per task and reference count."""
+    reference = job.reference
+    assert reference is not None
+    n_points = job.matcher.n_points
+    queries = job.queries
+    rows_of: dict[str, np.ndarray] = {}
+    chosen = []
+    for i, _, _, _, _, own in prepared:
+        task = str(queries.tasks[i])
+        if task not in rows_of:
+            rows_of[task] = np.flatnonzero(reference.tasks == task)
+        rows = rows_of[task]
+        chosen.append(rows if own is None else rows[rows != own])
+    out: list[SegmentDiff] = [None] * len(prepared)  # type: ignore[list-item]
+    by_count: dict[int, list[int]] = {}
+    for j, rows in enumerate(chosen):
+        by_count.setdefault(rows.size, []).append(j)
+    for count, members in by_count.items():
+        rows = np.stack([chosen[j] for j in members]).reshape(len(members), count)
+        end = np.array([prepared[j][2] for j in members])[:, None]
+        length = np.array([prepared[j][3] for j in members])[:, None]
+        ends = np.minimum(end, reference.grid.durations[rows])
+        times = window_times(ends, length, n_points).reshape(rows.size, n_points)
+        refs = reference.grid.at(rows.ravel(), times).reshape(len(members), count, n_points, -1)
+        diffs = segment_diffs(windows[members], refs, job.n_segments)
+        for j, diff in zip(members, diffs, strict=True):
+            out[j] = diff
+    return out

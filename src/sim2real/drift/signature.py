@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SCORE_FAMILIES", "SIGNIFICANT", "DriftScorer", "SegmentDiff", "segment_diff"]
+__all__ = ["SCORE_FAMILIES", "SIGNIFICANT", "DriftScorer", "SegmentDiff", "segment_diff",
+           "segment_diffs"]
 
 CHANNEL_FAMILIES = ("perception", "dynamics", "policy", "system")
 _MIN_RELATIVE_SPREAD = 0.1
@@ -51,13 +52,27 @@ class SegmentDiff:
 
 def segment_diff(window: np.ndarray, references: np.ndarray, n_segments: int) -> SegmentDiff:
     """Compare a window with reference windows segment by segment (NaN where unrecorded)."""
-    mine = _segment_means(window[None], n_segments)[0]
-    refs = _segment_means(references, n_segments)
+    return segment_diffs(window[None], references[None], n_segments)[0]
+
+
+def segment_diffs(windows: np.ndarray, references: np.ndarray,
+                  n_segments: int) -> list[SegmentDiff]:
+    """:func:`segment_diff` of many windows at once, each with as many references.
+
+    Args:
+        windows: ``(m, n_points, n_channels)``.
+        references: ``(m, k, n_points, n_channels)``: window ``i``'s references are
+            ``references[i]``.
+    """
+    m, k = references.shape[:2]
+    mine = _segment_means(windows, n_segments)
+    refs = _segment_means(references.reshape(m * k, *references.shape[2:]), n_segments)
+    refs = refs.reshape(m, k, *refs.shape[1:])
     with _quiet():
-        centre = np.nanmean(refs, axis=0)
-        spread = np.nanstd(refs, axis=0, ddof=1) if refs.shape[0] > 1 else np.zeros_like(centre)
-    n_ref = np.full(window.shape[-1], refs.shape[0])
-    return SegmentDiff(mine - centre, np.nan_to_num(spread), n_ref)
+        centre = np.nanmean(refs, axis=1)
+        spread = np.nanstd(refs, axis=1, ddof=1) if k > 1 else np.zeros_like(centre)
+    diff, spread = mine - centre, np.nan_to_num(spread)
+    return [SegmentDiff(diff[i], spread[i], np.full(windows.shape[-1], k)) for i in range(m)]
 
 
 class DriftScorer:
@@ -174,9 +189,13 @@ class DriftScorer:
 
 def _segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
     """``(n, n_points, c)`` -> ``(n, n_segments, c)`` means, NaN-aware."""
-    parts = np.array_split(windows, n_segments, axis=1)
+    n, n_points, c = windows.shape
     with _quiet():
-        return np.stack([np.nanmean(p, axis=1) for p in parts], axis=1)
+        if n_points % n_segments == 0:  # equal parts: one reduction over a reshaped view
+            parts = windows.reshape(n, n_segments, n_points // n_segments, c)
+            return np.nanmean(parts, axis=2)
+        split = np.array_split(windows, n_segments, axis=1)
+        return np.stack([np.nanmean(p, axis=1) for p in split], axis=1)
 
 
 def _effects(z: np.ndarray) -> np.ndarray:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
 __all__ = ["ContextTable", "context_table"]
+
+# From this many rows on, comparing integer codes beats comparing Python strings even
+# counting the one-off encoding.
+_ENCODE_MIN_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,30 @@ class ContextTable:
 
     def take(self, rows: np.ndarray) -> ContextTable:
         """The same columns restricted to ``rows``."""
-        return ContextTable(
+        taken = ContextTable(
             len(rows),
             {k: v[rows] for k, v in self.categorical.items()},
             {k: v[rows] for k, v in self.numeric.items()},
             None if self.symptom is None else self.symptom[rows],
         )
+        # A large table (a rollout bank) is encoded once, and the slices taken of it for
+        # every group of queries inherit the encoding.
+        if "_codes" in self.__dict__ or self.size >= _ENCODE_MIN_ROWS:
+            taken.__dict__["_codes"] = {k: (codes[rows], vocabulary)
+                                        for k, (codes, vocabulary) in self._codes.items()}
+        return taken
+
+    @cached_property
+    def _codes(self) -> dict[str, tuple[np.ndarray, dict[str, int]]]:
+        """Each categorical column as int32 codes (-1 where missing) and its vocabulary."""
+        encoded = {}
+        for name, values in self.categorical.items():
+            present = np.array([v is not None for v in values], dtype=bool)
+            vocabulary = {str(v): i for i, v in enumerate(np.unique(values[present]))}
+            codes = np.full(values.size, -1, dtype=np.int32)
+            codes[present] = [vocabulary[v] for v in values[present]]
+            encoded[name] = (codes, vocabulary)
+        return encoded
 
     def distance(
         self, row: int, other: ContextTable, numeric_scale: dict[str, float]
@@ -46,11 +69,16 @@ class ContextTable:
         """
         total = np.zeros(other.size)
         count = 0
+        encoded = "_codes" in other.__dict__ or other.size >= _ENCODE_MIN_ROWS
         for name, values in self.categorical.items():
             mine = values[row]
             if mine is None or name not in other.categorical:
                 continue
-            total += other.categorical[name] != mine
+            if encoded:
+                codes, vocabulary = other._codes[name]
+                total += codes != vocabulary.get(mine, -2)
+            else:
+                total += other.categorical[name] != mine
             count += 1
         for name, values in self.numeric.items():
             mine = values[row]

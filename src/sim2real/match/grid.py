@@ -75,12 +75,9 @@ class SignalGrid:
         Returns:
             ``(n, n_points, n_channels)`` values.
         """
-        pos = np.clip(times / self.dt, 0, self.values.shape[1] - 1)
-        left = np.floor(pos).astype(np.int64)
-        right = np.minimum(left + 1, self.values.shape[1] - 1)
-        weight = (pos - left)[..., None].astype(np.float32)
-        r = rows[:, None]
-        return self.values[r, left] * (1 - weight) + self.values[r, right] * weight
+        rows = np.asarray(rows, dtype=np.int64)
+        times = np.asarray(times, dtype=np.float64).reshape(rows.size, -1)
+        return _at(self.values, rows, times, float(self.dt))
 
 
 def grid_step(dataset: Dataset, episode_ids: Sequence[str]) -> float:
@@ -112,18 +109,16 @@ def build_grid(
 
     Reads only the named channels of the named episodes and interpolates them straight into
     the grid (:mod:`sim2real.match.resample`), so memory stays at the size of the grid plus
-    one read's worth of samples. Many episodes of sorted Parquet parts (what
-    ``write_dataset`` writes) are read in one pass over the row groups that hold them,
-    shard by shard (as tasks of a remote ``executor``); a few episodes (or unsorted parts)
-    are read by ID, in chunks.
+    one read's worth of samples. Episodes of sorted Parquet parts (what ``write_dataset``
+    writes) are read in one pass over the row groups that hold them, shard by shard (as
+    tasks of a remote ``executor``); those of other parts are read by ID, in chunks.
     """
     n_steps = int(np.ceil(t_max / dt)) + 1
     values = np.empty((len(episode_ids), n_steps, len(channels)), dtype=np.float32)
     durations = np.zeros(len(episode_ids))
     wanted = pa.array(list(episode_ids), pa.string())
     written = np.zeros(len(episode_ids), dtype=bool)
-    shards = plan_shards(dataset.signal_files, episode_ids) \
-        if len(episode_ids) > _CHUNK_EPISODES else None
+    shards = plan_shards(dataset.signal_files, episode_ids)
     if shards is not None:
         written[read_sharded(shards, wanted, channels, dt, values, durations, executor)] = True
     else:
@@ -133,6 +128,28 @@ def build_grid(
             written[resample_into(table, wanted, channels, dt, values, durations)] = True
     values[~written] = np.nan  # episodes without a single sample
     return SignalGrid(tuple(episode_ids), tuple(channels), dt, values, durations)
+
+
+@numba.njit(nogil=True, cache=True)
+def _at(values: np.ndarray, rows: np.ndarray, times: np.ndarray,
+        dt: float) -> np.ndarray:  # pragma: no cover - compiled
+    # Serial on purpose: it runs inside forked workers, where a parallel region would be
+    # unsafe. The float32 arithmetic is that of the NumPy expression
+    # ``v[left] * (1 - w) + v[right] * w`` with ``w`` rounded to float32.
+    n_points, n_ch = times.shape[1], values.shape[2]
+    last = values.shape[1] - 1
+    out = np.empty((rows.size, n_points, n_ch), dtype=np.float32)
+    one = np.float32(1.0)
+    for i in range(rows.size):
+        r = rows[i]
+        for j in range(n_points):
+            pos = min(max(times[i, j] / dt, 0.0), float(last))
+            left = int(np.floor(pos))
+            right = min(left + 1, last)
+            w = np.float32(pos - left)
+            for c in range(n_ch):
+                out[i, j, c] = values[r, left, c] * (one - w) + values[r, right, c] * w
+    return out
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)

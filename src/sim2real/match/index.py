@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+import numba
 import numpy as np
 
 from sim2real.match.context import ContextTable
@@ -122,12 +123,9 @@ class DescriptorIndex:
         steps = np.clip(np.rint(times / bank.grid.dt).astype(np.int64), 0,
                         bank.grid.values.shape[1] - 1)
         scale = (np.sqrt(m.weights_) / m.scale_).astype(np.float32)
-        windows = bank.grid.values[rows[:, None], steps] * scale
-        initial = m.initial_[rows] * scale
-        desc = np.concatenate([np.float32(self._traj_weight()) * windows.reshape(len(rows), -1),
-                               np.float32(self._init_weight()) * initial], axis=1)
-        desc[~np.isfinite(desc)] = 0.0
-        return desc
+        return _gather_descriptors(bank.grid.values, m.initial_, rows, steps, scale,
+                                   np.float32(self._traj_weight()),
+                                   np.float32(self._init_weight()))
 
     def _query_vector(self, q: CandidateQuery) -> np.ndarray:
         m = self.matcher_
@@ -161,6 +159,27 @@ class DescriptorIndex:
         if q.exclude is not None:
             chosen = chosen[chosen != q.exclude]
         return np.sort(chosen)
+
+
+@numba.njit(nogil=True, cache=True)
+def _gather_descriptors(values: np.ndarray, initial: np.ndarray, rows: np.ndarray,
+                        steps: np.ndarray, scale: np.ndarray, traj_weight: np.float32,
+                        init_weight: np.float32) -> np.ndarray:  # pragma: no cover
+    # One pass writing each descriptor: the float32 products of
+    # ``traj_weight * (values[row, step] * scale)``, then ``init_weight * (initial * scale)``,
+    # non-finite entries 0 (a channel a rollout lacks says nothing about rank).
+    n_ch, n_steps = values.shape[2], steps.shape[1]
+    out = np.empty((rows.size, (n_steps + 1) * n_ch), dtype=np.float32)
+    for i in range(rows.size):
+        r = rows[i]
+        for j in range(n_steps):
+            for c in range(n_ch):
+                v = traj_weight * (values[r, steps[i, j], c] * scale[c])
+                out[i, j * n_ch + c] = v if np.isfinite(v) else np.float32(0.0)
+        for c in range(n_ch):
+            v = init_weight * (initial[r, c] * scale[c])
+            out[i, n_steps * n_ch + c] = v if np.isfinite(v) else np.float32(0.0)
+    return out
 
 
 class FlatIndex:

@@ -59,8 +59,9 @@ class Match:
     windows: np.ndarray
 
 
-def window_times(end: np.ndarray, length: float, n_points: int) -> np.ndarray:
-    """``(n, n_points)`` sample times of windows of ``length`` seconds ending at ``end``."""
+def window_times(end: np.ndarray, length: float | np.ndarray, n_points: int) -> np.ndarray:
+    """``(*end.shape, n_points)`` sample times of windows of ``length`` seconds (one length,
+    or one per window, broadcast against ``end``) ending at ``end``."""
     start = np.maximum(np.asarray(end, dtype=float) - length, 0.0)
     frac = np.linspace(0.0, 1.0, n_points)
     return start[..., None] + (np.asarray(end, dtype=float) - start)[..., None] * frac
@@ -112,16 +113,15 @@ class RolloutMatcher:
         }
         self.bank_ = bank
         # Only a bank with a large task gets the prefilter; smaller ones keep the exact scan.
-        _, per_task = np.unique(bank.tasks.astype(str), return_counts=True)
-        large = per_task.size > 0 and int(per_task.max()) > PREFILTER_MIN_ROLLOUTS
-        self.index_ = DescriptorIndex().fit(self) if large else None
+        tasks, per_task = np.unique(bank.tasks.astype(str), return_counts=True)
+        self.large_tasks_ = frozenset(
+            str(t) for t, n in zip(tasks, per_task, strict=True) if n > PREFILTER_MIN_ROLLOUTS)
+        self.index_ = DescriptorIndex().fit(self) if self.large_tasks_ else None
         return self
 
     def uses_index(self, task: str) -> bool:
         """Whether queries of ``task`` go through the prefilter (its rollouts are many)."""
-        if self.index_ is None:
-            return False
-        return int(np.count_nonzero(self.bank_.tasks == task)) > PREFILTER_MIN_ROLLOUTS
+        return task in self.large_tasks_
 
     def query(
         self,
