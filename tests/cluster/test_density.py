@@ -36,6 +36,6 @@ def test_faint_events_join_the_cluster_they_deviate_along() -> None:
 
 
 def test_predict_attaches_new_events_by_the_same_rule() -> None:
-    space, truth = _space(np.random.default_rng(1))
+    space, _ = _space(np.random.default_rng(1))
     clusterer = FailureClusterer(min_cluster_size=10).fit(space)
     np.testing.assert_array_equal(clusterer.predict(space), clusterer.labels_)
