@@ -7,11 +7,12 @@ import numpy as np
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, FlatIndex
-from sim2real.match.matcher import RolloutBank, RolloutMatcher, window_times
+from sim2real.match.matcher import RolloutBank, RolloutMatcher, family_weights, window_times
 
 
 def _bank(n: int, rng: np.random.Generator) -> RolloutBank:
-    """``n`` random-walk rollouts, 3 channels, 6 s at 0.1 s, a fifth of them failed."""
+    """``n`` random-walk rollouts, 3 channels of two families, 6 s at 0.1 s, a fifth of them
+    failed."""
     steps = 61
     values = np.cumsum(rng.normal(size=(n, steps, 3)), axis=1).astype(np.float32) * 0.1
     grid = SignalGrid(tuple(f"sim-{i:05d}" for i in range(n)), ("a", "b", "c"), 0.1, values,
@@ -20,7 +21,8 @@ def _bank(n: int, rng: np.random.Generator) -> RolloutBank:
     failure_time = np.where(failed, rng.uniform(2.0, 6.0, n), np.nan)
     context = ContextTable(n, {"ctx.obj": rng.choice(["box", "cup"], n).astype(object)},
                            {"ctx.light": rng.uniform(300, 700, n)})
-    return RolloutBank(grid, np.full(n, "pick", dtype=object), failed, failure_time, context)
+    return RolloutBank(grid, np.full(n, "pick", dtype=object), failed, failure_time, context,
+                       ("dynamics", "dynamics", "perception"))
 
 
 def test_prefilter_recall_against_exact_scan() -> None:
@@ -57,3 +59,10 @@ def test_flat_index_is_exact() -> None:
     best = FlatIndex().fit(data).search(query, 5)
     brute = np.argsort(np.linalg.norm(data - query, axis=1))[:5]
     np.testing.assert_array_equal(best, brute)
+
+
+def test_every_channel_family_weighs_the_same_in_the_distance() -> None:
+    weights = family_weights(("dynamics",) * 12 + ("perception",) * 4, 16)
+    assert np.isclose(weights.mean(), 1.0)
+    assert np.isclose(weights[:12].sum(), weights[12:].sum())
+    np.testing.assert_array_equal(family_weights((), 3), np.ones(3))
