@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = ["SCORE_FAMILIES", "DriftScorer", "SegmentDiff", "segment_diff", "segment_diffs"]
@@ -175,14 +176,33 @@ class DriftScorer:
 
 
 def _segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
-    """``(n, n_points, c)`` -> ``(n, n_segments, c)`` means, NaN-aware."""
-    n, n_points, c = windows.shape
-    with _quiet():
-        if n_points % n_segments == 0:  # equal parts: one reduction over a reshaped view
-            parts = windows.reshape(n, n_segments, n_points // n_segments, c)
-            return np.nanmean(parts, axis=2)
-        split = np.array_split(windows, n_segments, axis=1)
-        return np.stack([np.nanmean(p, axis=1) for p in split], axis=1)
+    """``(n, n_points, c)`` -> ``(n, n_segments, c)`` means, NaN-aware, over the parts of
+    ``np.array_split``: one compiled pass instead of ``np.nanmean``'s copies and masks."""
+    sizes = [len(p) for p in np.array_split(np.arange(windows.shape[1]), n_segments)]
+    return _nan_means(windows, np.cumsum([0, *sizes]))
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def _nan_means(windows: np.ndarray, edges: np.ndarray) -> np.ndarray:  # pragma: no cover
+    # The arithmetic of np.nanmean, to the bit: NaN read as 0, the sum from 0 in the input's
+    # precision in order, divided by the count in float64 (0 / 0: NaN) and rounded back.
+    n, n_ch = windows.shape[0], windows.shape[2]
+    out = np.empty((n, edges.size - 1, n_ch), dtype=windows.dtype)
+    zero = windows.dtype.type(0.0)
+    for i in range(n):
+        for b in range(edges.size - 1):
+            for c in range(n_ch):
+                total = zero
+                count = 0
+                for p in range(edges[b], edges[b + 1]):
+                    v = windows[i, p, c]
+                    if np.isnan(v):
+                        total += zero
+                    else:
+                        total += v
+                        count += 1
+                out[i, b, c] = np.float64(total) / np.float64(count)
+    return out
 
 
 def _effects(z: np.ndarray) -> np.ndarray:
