@@ -270,18 +270,19 @@ def signatures(
 ) -> Signatures:
     """Score the comparisons of real failures into :class:`Signatures`."""
     n, n_seg, n_ch = len(diffs), scorer.floor_.shape[0], len(channels)
-    z = np.zeros((n, n_seg, n_ch))
-    effects = np.zeros((n, n_ch))
+    system = SCORE_FAMILIES.index("system")
     family = np.zeros((n, len(SCORE_FAMILIES)))
-    onset = np.zeros((n, len(SCORE_FAMILIES) - 1), dtype=np.int64)
+    if n:
+        z, effects, family[:, :system + 1], onset = scorer.score_many(diffs)
+    else:
+        z, effects = np.zeros((0, n_seg, n_ch)), np.zeros((0, n_ch))
+        onset = np.zeros((0, len(SCORE_FAMILIES) - 1), dtype=np.int64)
     drift = np.zeros(n)
     task_scope = novelty.total
     flagged: list[list[str]] = []
     evidence = np.zeros(n)
     channel_system = np.zeros(n)
-    system = SCORE_FAMILIES.index("system")
-    for i, d in enumerate(diffs):
-        z[i], effects[i], family[i, :system + 1], onset[i] = scorer.score(d)
+    for i in range(n):
         hits = [f for f in findings if f.task == tasks[i] and sys_rows[i].get(f.column) == f.value]
         flagged.append([f"{f.column}={f.value}" for f in hits])
         evidence[i] = max((f.evidence for f in hits), default=0.0)

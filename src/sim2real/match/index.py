@@ -36,6 +36,9 @@ __all__ = [
 # small datasets give byte-identical results with or without the index.
 PREFILTER_MIN_ROLLOUTS = 2000
 
+# Queries whose approximate distances to a group's rollouts are computed together.
+_QUERY_BLOCK = 64
+
 
 class CandidateQuery(NamedTuple):
     """One query, as the index needs it.
@@ -94,13 +97,16 @@ class DescriptorIndex:
                 continue
             end, length = end_q * self.end_quantum, length_q * self.end_quantum
             base = self._descriptors(rows, end, max(length, self.end_quantum))
-            vecs = np.stack([self._query_vector(queries[i]) for i in members])
-            # One product for the group: reads the bank's descriptors once, not per query.
-            approx = (np.einsum("ij,ij->i", base, base)[None, :] - 2.0 * (vecs @ base.T)
-                      + np.einsum("ij,ij->i", vecs, vecs)[:, None])
+            norms = np.einsum("ij,ij->i", base, base)
             bank_context = self.matcher_.bank_.context.take(rows)
-            for j, i in enumerate(members):
-                out[i] = self._nearest(queries[i], context, rows, bank_context, approx[j])
+            # Blocks of queries: each product reads the bank's descriptors once for the
+            # block, and the (block, n_rows) distance matrices stay small on large banks.
+            for start in range(0, len(members), _QUERY_BLOCK):
+                block = [queries[i] for i in members[start : start + _QUERY_BLOCK]]
+                found = self._nearest(block, context, rows, bank_context, base, norms)
+                for i, chosen in zip(members[start : start + _QUERY_BLOCK], found,
+                                     strict=True):
+                    out[i] = chosen
         return out
 
     def _coarse_fractions(self) -> np.ndarray:
@@ -146,19 +152,26 @@ class DescriptorIndex:
         n_ch = self.matcher_.scale_.shape[0]
         return float(np.sqrt(self.matcher_.initial_weight / n_ch))
 
-    def _nearest(self, q: CandidateQuery, context: ContextTable, rows: np.ndarray,
-                 bank_context: ContextTable, approx: np.ndarray) -> np.ndarray:
+    def _nearest(self, block: list[CandidateQuery], context: ContextTable, rows: np.ndarray,
+                 bank_context: ContextTable, base: np.ndarray,
+                 norms: np.ndarray) -> list[np.ndarray]:
         m = self.matcher_
-        ctx = context.distance(q.context_row, bank_context, m.numeric_scale_)
-        approx = approx + m.context_weight * ctx
-        if q.exclude is not None:
-            approx[rows == q.exclude] = np.inf
+        vecs = np.stack([self._query_vector(q) for q in block])
+        approx = (norms[None, :] - 2.0 * (vecs @ base.T)
+                  + np.einsum("ij,ij->i", vecs, vecs)[:, None])
         k = min(self.n_candidates, rows.size)
-        best = np.argpartition(approx, k - 1)[:k] if k < rows.size else np.arange(rows.size)
-        chosen = rows[best]
-        if q.exclude is not None:
-            chosen = chosen[chosen != q.exclude]
-        return np.sort(chosen)
+        found = []
+        for j, q in enumerate(block):
+            ctx = context.distance(q.context_row, bank_context, m.numeric_scale_)
+            total = approx[j] + m.context_weight * ctx
+            if q.exclude is not None:
+                total[rows == q.exclude] = np.inf
+            best = np.argpartition(total, k - 1)[:k] if k < rows.size else np.arange(rows.size)
+            chosen = rows[best]
+            if q.exclude is not None:
+                chosen = chosen[chosen != q.exclude]
+            found.append(np.sort(chosen))
+        return found
 
 
 @numba.njit(nogil=True, cache=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from sim2real.match.context import ContextTable
@@ -197,18 +198,33 @@ def _mean_sq(diff: np.ndarray) -> np.ndarray:
 def _chunked_std(values: np.ndarray, chunk: int = 1024) -> np.ndarray:
     """``(n_channels,)`` NaN-ignoring standard deviation of ``(n, n_steps, n_channels)``.
 
-    For large banks: float64 sums over chunks of rollouts, instead of ``np.nanstd``'s
-    several full-size temporaries (same value up to rounding).
+    For large banks: float64 sums over chunks of rollouts in one compiled pass, instead of
+    ``np.nanstd``'s several full-size temporaries (same value up to rounding).
     """
-    n_ch = values.shape[-1]
-    count, total, squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
-    for start in range(0, values.shape[0], chunk):
-        block = values[start : start + chunk].reshape(-1, n_ch).astype(np.float64)
-        finite = np.isfinite(block)
-        block[~finite] = 0.0
-        count += finite.sum(axis=0)
-        total += block.sum(axis=0)
-        squares += np.square(block).sum(axis=0)
+    count, total, squares = _chunk_sums(values, chunk)
     mean = total / np.maximum(count, 1)
     var = np.maximum(squares / np.maximum(count, 1) - mean**2, 0.0)
     return np.where(count > 0, np.sqrt(var), np.nan)
+
+
+@numba.njit(nogil=True, cache=True)
+def _chunk_sums(values: np.ndarray,
+                chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    # Per chunk of rollouts, finite entries summed in row order, then the chunk sums added:
+    # the additions, in order, of the NumPy version it replaced.
+    n_ch = values.shape[2]
+    count, total, squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
+    for start in range(0, values.shape[0], chunk):
+        part_count, part_total, part_squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
+        for i in range(start, min(start + chunk, values.shape[0])):
+            for s in range(values.shape[1]):
+                for c in range(n_ch):
+                    v = np.float64(values[i, s, c])
+                    if np.isfinite(v):
+                        part_count[c] += 1.0
+                        part_total[c] += v
+                        part_squares[c] += v * v
+        count += part_count
+        total += part_total
+        squares += part_squares
+    return count, total, squares
