@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from sim2real.dataset import Dataset
-from sim2real.match.resample import EpisodeIndex, Resampler
+from sim2real.dataset import Dataset, EpisodeIndex
+from sim2real.match.resample import Resampler
 from sim2real.match.shards import plan_shards, read_sharded, read_times
 
 if TYPE_CHECKING:

@@ -17,48 +17,12 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["EpisodeIndex", "Resampler"]
+__all__ = ["Resampler"]
 
 # A grid step counts as inside an episode up to this long after its last sample, so that
 # the float noise of ``k * dt`` never drops the last step.
 _END_TOLERANCE = 1e-9
-
-
-class EpisodeIndex:
-    """The destination row of each wanted episode, looked up for whole columns of IDs.
-
-    Args:
-        episode_ids: the wanted episodes, in the order of the rows they fill.
-    """
-
-    def __init__(self, episode_ids: Sequence[str]) -> None:
-        self.ids = pa.array(list(episode_ids), pa.string())
-        self._rows: dict[str, int] = {}
-        for i, e in enumerate(episode_ids):
-            self._rows.setdefault(e, i)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def rows(self, ids: pa.ChunkedArray | pa.Array) -> np.ndarray:
-        """``(len(ids),)`` int64: each ID's row, -1 for episodes not wanted.
-
-        Dictionary-encoded IDs (how the shard reader loads ``episode_id``) are looked up
-        once per dictionary entry, not once per sample.
-        """
-        chunks = ids.chunks if isinstance(ids, pa.ChunkedArray) else [ids]
-        parts = []
-        for chunk in chunks:
-            if pa.types.is_dictionary(chunk.type):
-                lookup = np.array([self._rows.get(v, -1) for v in chunk.dictionary.to_pylist()],
-                                  dtype=np.int64)
-                parts.append(lookup[chunk.indices.to_numpy(zero_copy_only=False)])
-            else:
-                found = pc.index_in(chunk, value_set=self.ids)
-                parts.append(found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
-        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 class Resampler:
@@ -85,7 +49,7 @@ class Resampler:
         Args:
             table: ``t`` and the channel columns (absent ones read as NaN).
             rows: ``(table.num_rows,)`` the row of ``out`` each sample belongs to, -1 to
-                skip it (:meth:`EpisodeIndex.rows`).
+                skip it (:meth:`~sim2real.dataset.EpisodeIndex.rows`).
             out: ``(n_episodes, n_steps, n_channels)`` float32, written in place.
             durations: ``(n_episodes,)`` each episode's last sample time, written in place.
 

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim2real.dataset import Location
-from sim2real.match.resample import EpisodeIndex, Resampler
+from sim2real.dataset import EpisodeIndex, Location
+from sim2real.match.resample import Resampler
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
