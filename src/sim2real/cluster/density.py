@@ -21,6 +21,8 @@ SAMPLE_ABOVE = 10_000
 # More members than this: nearest members through a KD-tree instead of dense distance
 # blocks (the same distances, memory bounded for any number of events).
 _DENSE_MAX = 4_000
+# Rows per dense distance block: (256, 4,000, n_features) float64 stays under ~100 MB.
+_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -220,8 +222,8 @@ class _DensityClusterer:
             reach = np.array([self.reach_[c] for c in label])
             return np.where(dist[:, 0] <= reach, label, -1)
         out = np.full(features.shape[0], -1)
-        for start in range(0, features.shape[0], 1024):
-            block = features[start : start + 1024]
+        for start in range(0, features.shape[0], _BLOCK):
+            block = features[start : start + _BLOCK]
             dist = np.linalg.norm(block[:, None, :] - members[None, :, :], axis=2)
             nearest = dist.argmin(axis=1)
             label = member_labels[nearest]
@@ -362,9 +364,15 @@ def _reach(members: np.ndarray) -> float:
     if len(members) > _DENSE_MAX:
         dist, _ = _nearest_tree(members, members, 2)
         return float(dist[:, 1].max())
-    dist = np.linalg.norm(members[:, None, :] - members[None, :, :], axis=2)
-    np.fill_diagonal(dist, np.inf)
-    return float(dist.min(axis=1).max())
+    # Rows in blocks: the full (n, n, n_features) difference array of 4,000 members
+    # would take over a gigabyte. The same distances, the same nearest.
+    nearest = np.empty(len(members))
+    for start in range(0, len(members), _BLOCK):
+        block = members[start : start + _BLOCK]
+        dist = np.linalg.norm(block[:, None, :] - members[None, :, :], axis=2)
+        dist[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
+        nearest[start : start + len(block)] = dist.min(axis=1)
+    return float(nearest.max())
 
 
 def _nearest_tree(members: np.ndarray, queries: np.ndarray,

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 
+from sim2real.dataset.ids import EpisodeIndex
 from sim2real.dataset.location import Location
 from sim2real.dataset.schema import (
     CTX_PREFIX,
@@ -108,12 +109,15 @@ def load_dataset(path: str | Path) -> Dataset:
     episodes = check_episodes(_read_table(episodes_file), str(episodes_file))
     signal_files = _signal_files(root)
     channel_names = _channel_columns(signal_files)
-    known_ids = episodes["episode_id"]
-    durations: dict[str, float] = {}
+    known = EpisodeIndex(episodes["episode_id"].to_pylist())
+    last = np.full(len(known), -np.inf)
     for file in signal_files:
-        for batch_table in _iter_parts(file):
-            check_signal_part(batch_table, str(file), known_ids)
-            _add_durations(durations, batch_table)
+        table = _ids_and_times(file)
+        codes = check_signal_part(table, str(file), known)
+        # An episode may span files: keep its latest sample time over all of them.
+        np.maximum.at(last, codes, table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False))
+    durations = {e: float(d) for e, d in zip(known.ids.to_pylist(), last, strict=True)
+                 if np.isfinite(d)}
     warnings: list[str] = []
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
@@ -127,14 +131,6 @@ def load_dataset(path: str | Path) -> Dataset:
         durations=durations,
         warnings=tuple(warnings),
     )
-
-
-def _add_durations(durations: dict[str, float], table: pa.Table) -> None:
-    """Fold one file's last sample times into ``durations`` (an episode may span files)."""
-    grouped = table.group_by("episode_id").aggregate([("t", "max")])
-    for episode, last in zip(grouped["episode_id"].to_pylist(), grouped["t_max"].to_pylist(),
-                             strict=True):
-        durations[episode] = max(durations.get(episode, last), last)
 
 
 def _one_of(root: Location, *names: str) -> Location:
@@ -170,14 +166,23 @@ def _signal_dataset(files: Sequence[Location]) -> pads.Dataset:
     return pads.dataset([f.path for f in files], format=fmt, filesystem=files[0].filesystem)
 
 
-def _iter_parts(file: Location) -> list[pa.Table]:
-    """The ``episode_id`` and ``t`` columns of one signals file, in file order."""
+def _ids_and_times(file: Location) -> pa.Table:
+    """The ``episode_id`` and ``t`` columns of one signals file, in file order.
+
+    ``episode_id`` comes dictionary-encoded from Parquet: a row group holds a few hundred
+    episodes, so decoding one string per sample would cost more than the check itself.
+    """
     try:
-        source = _signal_dataset([file])
+        if file.suffix == ".csv":
+            source = _signal_dataset([file])
+        else:
+            options = pads.ParquetReadOptions(dictionary_columns={"episode_id"})
+            source = pads.dataset(file.path, filesystem=file.filesystem,
+                                  format=pads.ParquetFileFormat(read_options=options))
         for required in ("episode_id", "t"):
             if required not in source.schema.names:
                 raise DatasetError("required column is missing", file=str(file), column=required)
-        return [source.to_table(columns=["episode_id", "t"])]
+        return source.to_table(columns=["episode_id", "t"])
     except (pa.ArrowInvalid, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sim2real.dataset.ids import EpisodeIndex
 from sim2real.dataset.schema import (
     CTX_PREFIX,
     EPISODES_REQUIRED,
@@ -58,30 +59,58 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     return table
 
 
-def check_signal_part(table: pa.Table, file: str, known_ids: pa.ChunkedArray) -> None:
+def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.ndarray:
     """Validate ``episode_id`` and ``t`` of one signals file, in file order.
+
+    Args:
+        table: the file's ``episode_id`` (strings, or dictionary-encoded strings) and ``t``.
+        file: how messages name the file.
+        known: the episodes table's IDs.
+
+    Returns:
+        ``(table.num_rows,)`` each sample's episode's position in ``known``.
 
     Raises:
         DatasetError: an unknown episode, a missing ``t``, or ``t`` not strictly increasing.
     """
     ids = table["episode_id"]
-    if not pa.types.is_string(ids.type) and not pa.types.is_large_string(ids.type):
+    if not _is_text(ids.type):
         ids = ids.cast(pa.string())
     _fail_first(pc.is_null(ids), "must not be null", file, "episode_id")
-    _fail_first(pc.invert(pc.is_in(ids, value_set=known_ids)),
-                "no such episode in episodes", file, "episode_id")
+    codes = known.rows(ids)
+    unknown = np.flatnonzero(codes < 0)
+    if unknown.size:
+        raise DatasetError("no such episode in episodes", file=file, column="episode_id",
+                           row=int(unknown[0]))
     t = table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False)
     if not np.all(np.isfinite(t)):
         row = int(np.flatnonzero(~np.isfinite(t))[0])
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
-    codes = pc.dictionary_encode(ids).combine_chunks().indices.to_numpy()
-    order = np.argsort(codes, kind="stable")
-    same = codes[order][1:] == codes[order][:-1]
-    not_increasing = same & (np.diff(t[order]) <= 0)
-    if not_increasing.any():
-        row = int(order[1:][not_increasing].min())
+    # Each sample against the previous one of its episode: neighbours in the file when every
+    # episode is one run (files written sorted), else through a stable sort by episode.
+    order = None if _runs(codes) else np.argsort(codes, kind="stable")
+    ordered_codes, ordered_t = (codes, t) if order is None else (codes[order], t[order])
+    same = ordered_codes[1:] == ordered_codes[:-1]
+    not_increasing = np.flatnonzero(same & (np.diff(ordered_t) <= 0)) + 1
+    if not_increasing.size:
+        rows = not_increasing if order is None else order[not_increasing]
         raise DatasetError("t must be strictly increasing within an episode", file=file,
-                           column="t", row=row)
+                           column="t", row=int(rows.min()))
+    return codes
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _runs(codes: np.ndarray) -> bool:
+    """Whether every episode's samples are one contiguous run."""
+    if codes.size < 2:
+        return True
+    heads = codes[np.concatenate([[True], codes[1:] != codes[:-1]])]
+    return bool(np.unique(heads).size == heads.size)
 
 
 def _normalise(table: pa.Table, file: str) -> pa.Table:

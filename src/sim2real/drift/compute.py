@@ -138,9 +138,10 @@ def compare(
         parts = executor.map_shared(_compare_chunk, job, chunks)
     diffs: list[SegmentDiff] = [None] * n  # type: ignore[list-item]
     nearest: list[list[str]] = [[] for _ in range(n)]
-    for chunk, (chunk_diffs, chunk_nearest) in zip(chunks, parts, strict=True):
-        for i, d, ids in zip(chunk, chunk_diffs, chunk_nearest, strict=True):
-            diffs[i], nearest[i] = d, ids
+    for chunk, part in zip(chunks, parts, strict=True):
+        for j, i in enumerate(chunk):
+            diffs[i] = SegmentDiff(part.diff[j], part.spread[j], part.n_ref[j])
+            nearest[i] = part.nearest[j]
     return diffs, nearest
 
 
@@ -168,8 +169,25 @@ def _chunks(queries: QuerySet, matcher: RolloutMatcher) -> list[tuple[int, ...]]
             for s in range(0, len(members), _CHUNK_GROUP)]
 
 
-# With the prefilter, at most this many queries of one window group per work item.
-_CHUNK_GROUP = 512
+# With the prefilter, at most this many queries of one window group per work item (each
+# item builds its group's descriptors once; a multiple of the index's query block).
+_CHUNK_GROUP = 2048
+
+
+class _ChunkResult(NamedTuple):
+    """One chunk's comparisons, stacked: a worker sends back a few arrays, not thousands
+    of small ones (unpickling those cost the parent seconds on bench m).
+
+    Attributes:
+        diff, spread: ``(m, n_segments, n_channels)``.
+        n_ref: ``(m, n_channels)``.
+        nearest: per query, the matched sim IDs.
+    """
+
+    diff: np.ndarray
+    spread: np.ndarray
+    n_ref: np.ndarray
+    nearest: list[list[str]]
 
 
 class _CompareJob(NamedTuple):
@@ -183,9 +201,7 @@ class _CompareJob(NamedTuple):
     n_segments: int
 
 
-def _compare_chunk(
-    job: _CompareJob, chunk: tuple[int, ...]
-) -> tuple[list[SegmentDiff], list[list[str]]]:
+def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
     """:func:`compare` for the queries numbered in ``chunk``, in that order.
 
     Windows are interpolated and compared for the whole chunk at once; only the matching
@@ -206,22 +222,21 @@ def _compare_chunk(
     parts: list[list[SegmentDiff]] = [[] for _ in chunk]
     nearest: list[list[str]] = [[] for _ in chunk]
     if sim_channels:
-        candidates = _candidates(job, prepared)
-        matched = []
-        for j, (i, row, end, length, window, own) in enumerate(prepared):
-            initial = queries.grid.values[row, 0, sim_channels]
-            match = matcher.query(window[:, sim_channels], initial, queries.context, i,
-                                  str(queries.tasks[i]), end, length, exclude=own,
-                                  candidates=candidates.get(i))
-            matched.append(match.windows)
-            nearest[j] = [sim_ids[r] for r in match.rows]
+        asks = [CandidateQuery(window[:, sim_channels], queries.grid.values[row, 0, sim_channels],
+                               i, str(queries.tasks[i]), end, length, own)
+                for i, row, end, length, window, own in prepared]
+        candidates = _candidates(matcher, asks, queries.context)
+        matches = matcher.query_many(asks, queries.context, candidates)
+        nearest = [[sim_ids[r] for r in match.rows] for match in matches]
         own_windows = windows[:, :, sim_channels]
-        for j, diff in enumerate(_diffs(own_windows, matched, n_segments)):
+        for j, diff in enumerate(_diffs(own_windows, [m.windows for m in matches], n_segments)):
             parts[j].append(diff)
     if ref_channels:
         for j, diff in enumerate(_against_successes(job, prepared, windows[:, :, ref_channels])):
             parts[j].append(diff)
-    return [SegmentDiff.join(p) for p in parts], nearest
+    joined = [SegmentDiff.join(p) for p in parts]
+    return _ChunkResult(np.stack([d.diff for d in joined]), np.stack([d.spread for d in joined]),
+                        np.stack([d.n_ref for d in joined]), nearest)
 
 
 def _diffs(windows: np.ndarray, references: list[np.ndarray],
@@ -240,20 +255,19 @@ def _diffs(windows: np.ndarray, references: list[np.ndarray],
     return out
 
 
-def _candidates(
-    job: _CompareJob, prepared: list[tuple[int, int, float, float, np.ndarray, int | None]]
-) -> dict[int, np.ndarray]:
-    """Prefiltered bank rows for the queries whose task has many rollouts (others: none)."""
-    matcher, queries, cols = job.matcher, job.queries, list(job.sim_channels)
+def _candidates(matcher: RolloutMatcher, asks: list[CandidateQuery],
+                context: ContextTable) -> list[np.ndarray | None]:
+    """Prefiltered bank rows for the queries whose task has many rollouts (others: ``None``,
+    every rollout of the task)."""
+    found: list[np.ndarray | None] = [None] * len(asks)
     index = matcher.index_
     if index is None:
-        return {}
-    picked = [p for p in prepared if matcher.uses_index(str(queries.tasks[p[0]]))]
-    asks = [CandidateQuery(window[:, cols], queries.grid.values[row, 0, cols], i,
-                           str(queries.tasks[i]), end, length, own)
-            for i, row, end, length, window, own in picked]
-    found = index.candidates(asks, queries.context)
-    return {p[0]: rows for p, rows in zip(picked, found, strict=True)}
+        return found
+    picked = [j for j, q in enumerate(asks) if matcher.uses_index(q.task)]
+    for j, rows in zip(picked, index.candidates([asks[j] for j in picked], context),
+                       strict=True):
+        found[j] = rows
+    return found
 
 
 def signatures(

@@ -85,7 +85,9 @@ class ContextTable:
             if not np.isfinite(mine) or name not in other.numeric:
                 continue
             diff = (other.numeric[name] - mine) / numeric_scale.get(name, 1.0)
-            total += np.nan_to_num(diff, nan=0.0) ** 2
+            square = diff * diff
+            square[np.isnan(square)] = 0.0  # a missing value counts 0
+            total += square
             count += 1
         return total / count if count else total
 

@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from sim2real.dataset import Dataset
-from sim2real.match.resample import resample_into
-from sim2real.match.shards import plan_shards, read_sharded
+from sim2real.dataset import Dataset, EpisodeIndex
+from sim2real.match.resample import Resampler
+from sim2real.match.shards import plan_shards, read_sharded, read_times
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
@@ -87,9 +85,13 @@ def grid_step(dataset: Dataset, episode_ids: Sequence[str]) -> float:
     would invent detail it never recorded.
     """
     sample = list(episode_ids[:: max(1, len(episode_ids) // 200)])
-    table = dataset.read_signals(sample, columns=[])
-    codes = pc.dictionary_encode(table["episode_id"]).combine_chunks().indices.to_numpy()
-    t = table["t"].to_numpy()
+    wanted = EpisodeIndex(sample)
+    shards = plan_shards(dataset.signal_files, sample)
+    if shards is not None:
+        codes, t = read_times(shards, wanted)
+    else:
+        table = dataset.read_signals(sample, columns=[])
+        codes, t = wanted.rows(table["episode_id"]), table["t"].to_numpy()
     order = np.lexsort((t, codes))
     same = codes[order][1:] == codes[order][:-1]
     gaps = np.diff(t[order])[same]
@@ -116,16 +118,18 @@ def build_grid(
     n_steps = int(np.ceil(t_max / dt)) + 1
     values = np.empty((len(episode_ids), n_steps, len(channels)), dtype=np.float32)
     durations = np.zeros(len(episode_ids))
-    wanted = pa.array(list(episode_ids), pa.string())
+    wanted = EpisodeIndex(episode_ids)
     written = np.zeros(len(episode_ids), dtype=bool)
     shards = plan_shards(dataset.signal_files, episode_ids)
     if shards is not None:
         written[read_sharded(shards, wanted, channels, dt, values, durations, executor)] = True
     else:
+        resampler = Resampler(channels, dt)
         for start in range(0, len(episode_ids), _CHUNK_EPISODES):
             chunk = list(episode_ids[start : start + _CHUNK_EPISODES])
             table = dataset.read_signals(chunk, columns=list(channels))
-            written[resample_into(table, wanted, channels, dt, values, durations)] = True
+            rows = wanted.rows(table["episode_id"])
+            written[resampler.into(table, rows, values, durations)] = True
     values[~written] = np.nan  # episodes without a single sample
     return SignalGrid(tuple(episode_ids), tuple(channels), dt, values, durations)
 

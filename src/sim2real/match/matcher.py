@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numba
@@ -9,9 +10,13 @@ import numpy as np
 
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
-from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, DescriptorIndex
+from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, DescriptorIndex
 
 __all__ = ["Match", "RolloutBank", "RolloutMatcher", "family_weights", "window_times"]
+
+# Candidate values (rollouts x points x channels) interpolated at once when scoring a
+# block of queries: ~16 MB of float32, a few times that in float64 temporaries.
+_BLOCK_VALUES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,9 @@ class RolloutBank:
     context: ContextTable
     families: tuple[str, ...] = ()
 
-    def end_times(self, rows: np.ndarray, query_end: float) -> np.ndarray:
-        """Where each rollout's comparison window ends for a failure at ``query_end``.
+    def end_times(self, rows: np.ndarray, query_end: float | np.ndarray) -> np.ndarray:
+        """Where each rollout's comparison window ends for a failure at ``query_end`` (one
+        time, or one per row of ``rows``, broadcast).
 
         A failed rollout is compared at its own failure (a real failure that looks like
         it then scores low); a successful one at the same time since start as the query.
@@ -152,28 +158,83 @@ class RolloutMatcher:
         Returns:
             The :class:`Match`; empty when the task has no rollouts.
         """
+        ask = CandidateQuery(window, initial, context_row, task, end, length, exclude)
+        return self.query_many([ask], context, [candidates])[0]
+
+    def query_many(self, queries: Sequence[CandidateQuery], context: ContextTable,
+                   candidates: Sequence[np.ndarray | None]) -> list[Match]:
+        """:meth:`query` for many failures (the same numbers, query by query).
+
+        Queries with as many rollouts to score are interpolated and measured together,
+        in blocks of bounded size.
+
+        Args:
+            queries: the failures, as the prefilter takes them.
+            context: a context table holding every query at its ``context_row``.
+            candidates: per query, the bank rows to score (``None``: every rollout of its
+                task).
+        """
         bank = self.bank_
-        rows = np.flatnonzero(bank.tasks == task) if candidates is None else candidates
-        if exclude is not None:
-            rows = rows[rows != exclude]
-        if rows.size == 0:
-            shape = (0, self.n_points, window.shape[-1])
-            return Match(rows, np.zeros(0), np.zeros(shape, dtype=np.float32))
-        times = window_times(bank.end_times(rows, end), length, self.n_points)
-        candidates = bank.grid.at(rows, times)
+        by_task: dict[str, np.ndarray] = {}
+        rows_of = []
+        for q, rows in zip(queries, candidates, strict=True):
+            if rows is None:
+                if q.task not in by_task:
+                    by_task[q.task] = np.flatnonzero(bank.tasks == q.task)
+                rows = by_task[q.task]
+            rows_of.append(rows if q.exclude is None else rows[rows != q.exclude])
+        out: list[Match] = [None] * len(queries)  # type: ignore[list-item]
+        by_size: dict[int, list[int]] = {}
+        for j, rows in enumerate(rows_of):
+            by_size.setdefault(rows.size, []).append(j)
+        n_values = self.n_points * bank.grid.values.shape[-1]
+        for size, members in by_size.items():
+            step = max(1, _BLOCK_VALUES // max(1, size * n_values))
+            for start in range(0, len(members), step):
+                block = members[start : start + step]
+                rows = np.stack([rows_of[j] for j in block]).reshape(len(block), size)
+                for j, match in zip(block, self._score(queries, block, rows, context),
+                                    strict=True):
+                    out[j] = match
+        return out
+
+    def _score(self, queries: Sequence[CandidateQuery], block: list[int], rows: np.ndarray,
+               context: ContextTable) -> list[Match]:
+        """The nearest of ``rows[i]`` (``(len(block), size)`` bank rows) for each query
+        ``block[i]``: the distance of the class docstring, then a stable sort."""
+        bank = self.bank_
+        n, size = rows.shape
+        n_ch = bank.grid.values.shape[-1]
+        if size == 0:
+            empty = np.zeros((0, self.n_points, n_ch), dtype=np.float32)
+            return [Match(rows[i], np.zeros(0), empty) for i in range(n)]
+        ends = np.array([queries[j].end for j in block])[:, None]
+        lengths = np.array([queries[j].length for j in block])[:, None]
+        times = window_times(bank.end_times(rows, ends), lengths, self.n_points)
+        found = bank.grid.at(rows.ravel(), times.reshape(n * size, self.n_points))
+        found = found.reshape(n, size, self.n_points, n_ch)
+        windows = np.stack([queries[j].window for j in block])
+        initials = np.stack([queries[j].initial for j in block])
         unit = np.sqrt(self.weights_) / self.scale_
-        traj = _mean_sq((candidates - window[None]) * unit)
-        init = _mean_sq(((self.initial_[rows] - initial[None]) * unit)[:, None, :])
-        ctx = context.distance(context_row, bank.context.take(rows), self.numeric_scale_)
-        total = traj + self.initial_weight * init + self.context_weight * ctx
-        symptom = None if context.symptom is None else context.symptom[context_row]
-        if symptom is not None and bank.context.symptom is not None:
-            # A real failure that sim also shows (the same symptom, a similar run) must
-            # meet those sim failures, so that only what sim cannot explain remains.
-            total = total + self.symptom_weight * (bank.context.symptom[rows] != symptom)
-        k = min(self.n_neighbors, rows.size)
-        nearest = np.argsort(total, kind="stable")[:k]
-        return Match(rows[nearest], total[nearest], candidates[nearest])
+        traj = _mean_sq(((found - windows[:, None]) * unit).reshape(n * size, -1))
+        init = _mean_sq(((self.initial_[rows] - initials[:, None]) * unit)
+                        .reshape(n * size, 1, n_ch))
+        traj, init = traj.reshape(n, size), init.reshape(n, size)
+        matches = []
+        for i, j in enumerate(block):
+            q = queries[j]
+            ctx = context.distance(q.context_row, bank.context.take(rows[i]),
+                                   self.numeric_scale_)
+            total = traj[i] + self.initial_weight * init[i] + self.context_weight * ctx
+            symptom = None if context.symptom is None else context.symptom[q.context_row]
+            if symptom is not None and bank.context.symptom is not None:
+                # A real failure that sim also shows (the same symptom, a similar run) must
+                # meet those sim failures, so that only what sim cannot explain remains.
+                total = total + self.symptom_weight * (bank.context.symptom[rows[i]] != symptom)
+            k = min(self.n_neighbors, size)
+            nearest = np.argsort(total, kind="stable")[:k]
+            matches.append(Match(rows[i][nearest], total[nearest], found[i][nearest]))
+        return matches
 
 
 def family_weights(families: tuple[str, ...], n_channels: int) -> np.ndarray:
@@ -188,11 +249,90 @@ def family_weights(families: tuple[str, ...], n_channels: int) -> np.ndarray:
 
 def _mean_sq(diff: np.ndarray) -> np.ndarray:
     """Mean of squares over all but the first axis, ignoring NaN (unrecorded) entries."""
-    sq = np.square(diff.reshape(diff.shape[0], -1))
-    valid = np.isfinite(sq)
-    count = valid.sum(axis=1)
-    total = np.where(valid, sq, 0.0).sum(axis=1)
+    rows = np.ascontiguousarray(diff.reshape(diff.shape[0], -1))
+    total, count = _finite_square_sums(rows)
     return np.where(count > 0, total / np.maximum(count, 1), np.inf)
+
+
+@numba.njit(nogil=True, cache=True)
+def _finite_square_sums(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    # Per row: the finite squares summed as NumPy's sum does (pairwise, below), their count.
+    # In the input's precision, as NumPy squares and sums it.
+    n, m = rows.shape
+    total, count = np.empty(n, dtype=rows.dtype), np.zeros(n, dtype=np.int64)
+    square = np.empty(m, dtype=rows.dtype)
+    for r in range(n):
+        for i in range(m):
+            v = rows[r, i] * rows[r, i]
+            if np.isfinite(v):
+                square[i] = v
+                count[r] += 1
+            else:
+                square[i] = 0.0
+        total[r] = _pairwise_sum(square, 0, m)
+    return total, count
+
+
+@numba.njit(nogil=True, cache=True)
+def _pairwise_sum(a: np.ndarray, lo: int, n: int) -> np.floating:  # pragma: no cover
+    # NumPy's pairwise summation of a contiguous run (numpy/_core/src/umath/loops_utils.h):
+    # runs of at most 128 summed with eight running sums, longer runs split in halves (at
+    # a multiple of 8) and the halves' sums added. The same additions in the same order,
+    # so the same bits as ``a[lo:lo + n].sum()``. The halving is walked with an explicit
+    # stack: numba's cache does not reload recursive functions safely.
+    starts, sizes, states = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    sums = np.empty(64, dtype=a.dtype)
+    depth, filled = 0, 0
+    starts[0], sizes[0], states[0] = lo, n, 0
+    while depth >= 0:
+        first, size = starts[depth], sizes[depth]
+        if size <= 128:
+            sums[filled] = _block_sum(a, first, size)
+            filled += 1
+            depth -= 1
+            continue
+        half = size // 2
+        half -= half % 8
+        if states[depth] == 0:
+            states[depth] = 1
+            depth += 1
+            starts[depth], sizes[depth], states[depth] = first, half, 0
+        elif states[depth] == 1:
+            states[depth] = 2
+            depth += 1
+            starts[depth], sizes[depth], states[depth] = first + half, size - half, 0
+        else:
+            filled -= 1
+            sums[filled - 1] = sums[filled - 1] + sums[filled]
+            depth -= 1
+    return sums[0]
+
+
+@numba.njit(nogil=True, cache=True)
+def _block_sum(a: np.ndarray, lo: int, n: int) -> np.floating:  # pragma: no cover
+    if n < 8:
+        res = a.dtype.type(0.0)
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
 
 
 def _chunked_std(values: np.ndarray, chunk: int = 1024) -> np.ndarray:

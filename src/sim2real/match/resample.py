@@ -17,64 +17,98 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["resample_block", "resample_into"]
+__all__ = ["Resampler"]
 
 # A grid step counts as inside an episode up to this long after its last sample, so that
 # the float noise of ``k * dt`` never drops the last step.
 _END_TOLERANCE = 1e-9
 
 
-def resample_into(table: pa.Table, wanted: pa.Array, channels: Sequence[str], dt: float,
-                  out: np.ndarray, durations: np.ndarray) -> np.ndarray:
-    """Resample the episodes of ``table`` into ``out[row]``, ``row`` their index in ``wanted``.
+class Resampler:
+    """Resamples tables of samples onto a grid of step ``dt``, channel by channel.
+
+    One instance serves many tables (the shards of one pass): the samples are gathered into
+    one scratch buffer, reused, because fresh memory costs a page fault per page touched,
+    as much again as the copy itself.
 
     Args:
-        table: ``episode_id``, ``t`` and the ``channels`` columns (absent ones read as NaN);
-            rows of episodes not in ``wanted`` are ignored.
-        wanted: the episode IDs of the rows of ``out``.
-        channels: the channels of the last axis of ``out``, in order.
+        channels: the channels of the grid's last axis, in order.
         dt: grid step, seconds.
-        out: ``(len(wanted), n_steps, n_channels)`` float32, written in place.
-        durations: ``(len(wanted),)`` each episode's last sample time, written in place.
-
-    Returns:
-        The rows of ``out`` written (one per episode found), in no particular order.
     """
-    runs = _Runs.of(table, wanted)
-    if runs.rows.size:
-        _interpolate(runs.starts, runs.stops, runs.t, _samples(table, channels, runs.order),
-                     runs.rows, dt, out, durations)
-    return runs.rows
 
+    def __init__(self, channels: Sequence[str], dt: float) -> None:
+        self.channels = list(channels)
+        self.dt = dt
+        self._buffers: dict[np.dtype, np.ndarray] = {}
 
-def resample_block(table: pa.Table, wanted: pa.Array, channels: Sequence[str], dt: float,
-                   n_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The episodes of ``table`` on the grid, compactly: ``(rows, values, durations)``.
+    def into(self, table: pa.Table, rows: np.ndarray, out: np.ndarray,
+             durations: np.ndarray) -> np.ndarray:
+        """Resample the episodes of ``table`` into ``out[row]``.
 
-    ``rows`` are the episodes' indices in ``wanted``; ``values[i]`` (``(n_steps,
-    n_channels)`` float32) and ``durations[i]`` belong to ``rows[i]``. For a task that sends
-    its result elsewhere: only the grid travels, never the samples.
-    """
-    runs = _Runs.of(table, wanted)
-    values = np.empty((runs.rows.size, n_steps, len(channels)), dtype=np.float32)
-    durations = np.zeros(runs.rows.size)
-    if runs.rows.size:
-        _interpolate(runs.starts, runs.stops, runs.t, _samples(table, channels, runs.order),
-                     np.arange(runs.rows.size), dt, values, durations)
-    return runs.rows, values, durations
+        Args:
+            table: ``t`` and the channel columns (absent ones read as NaN).
+            rows: ``(table.num_rows,)`` the row of ``out`` each sample belongs to, -1 to
+                skip it (:meth:`~sim2real.dataset.EpisodeIndex.rows`).
+            out: ``(n_episodes, n_steps, n_channels)`` float32, written in place.
+            durations: ``(n_episodes,)`` each episode's last sample time, written in place.
+
+        Returns:
+            The rows of ``out`` written (one per episode found), in no particular order.
+        """
+        runs = _Runs.of(rows, table["t"])
+        if runs.rows.size:
+            _interpolate(runs.starts, runs.stops, runs.t, self._samples(table, runs.order),
+                         runs.rows, self.dt, out, durations)
+        return runs.rows
+
+    def block(self, table: pa.Table, rows: np.ndarray,
+              n_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The episodes of ``table`` on the grid, compactly: ``(rows, values, durations)``.
+
+        ``values[i]`` (``(n_steps, n_channels)`` float32) and ``durations[i]`` belong to
+        the episode of destination row ``rows[i]``. For a task that sends its result
+        elsewhere: only the grid travels, never the samples.
+        """
+        runs = _Runs.of(rows, table["t"])
+        values = np.empty((runs.rows.size, n_steps, len(self.channels)), dtype=np.float32)
+        durations = np.zeros(runs.rows.size)
+        if runs.rows.size:
+            _interpolate(runs.starts, runs.stops, runs.t, self._samples(table, runs.order),
+                         np.arange(runs.rows.size), self.dt, values, durations)
+        return runs.rows, values, durations
+
+    def _samples(self, table: pa.Table, order: np.ndarray | None) -> np.ndarray:
+        """``(n_channels, n_rows)`` samples in run order (channel-major: each column is one
+        contiguous copy), float32 when every channel is float32 (interpolated in float64
+        all the same), float64 otherwise; NaN where absent or null."""
+        present = [c for c in self.channels if c in table.column_names]
+        dtype = np.dtype(np.float32 if all(table[c].type == pa.float32() for c in present)
+                         else np.float64)
+        n_rows = table.num_rows if order is None else order.size
+        size = len(self.channels) * n_rows
+        buffer = self._buffers.get(dtype)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[dtype] = np.empty(size, dtype=dtype)
+        samples = buffer[:size].reshape(len(self.channels), n_rows)
+        for k, name in enumerate(self.channels):
+            if name not in table.column_names:
+                samples[k] = np.nan
+                continue
+            column = table[name].to_numpy(zero_copy_only=False)
+            samples[k] = column if order is None else column[order]
+        return samples
 
 
 class _Runs:
-    """The rows of each wanted episode as one contiguous run, sorted by ``t``.
+    """The samples of each wanted episode as one contiguous run, sorted by ``t``.
 
     Attributes:
         starts, stops: ``(n_runs,)`` row range of each run (after ``order``).
-        rows: ``(n_runs,)`` each run's index in ``wanted``.
+        rows: ``(n_runs,)`` each run's destination row.
         t: sample times, in run order.
-        order: row permutation that makes the runs, or ``None`` when the table already
-            holds them (Parquet parts sorted by episode, as ``write_dataset`` writes).
+        order: the table rows, in run order, or ``None`` when the table holds only wanted
+            rows already in runs (sorted Parquet parts, as ``write_dataset`` writes).
     """
 
     def __init__(self, starts: np.ndarray, stops: np.ndarray, rows: np.ndarray, t: np.ndarray,
@@ -82,25 +116,24 @@ class _Runs:
         self.starts, self.stops, self.rows, self.t, self.order = starts, stops, rows, t, order
 
     @classmethod
-    def of(cls, table: pa.Table, wanted: pa.Array) -> _Runs:
-        codes_arr = pc.index_in(table["episode_id"], value_set=wanted)
-        codes = codes_arr.to_numpy(zero_copy_only=False)
-        t = table["t"].to_numpy().astype(np.float64, copy=False)
-        if codes_arr.null_count:
-            codes = np.where(np.isfinite(codes), codes, -1).astype(np.int64)
-        else:
-            codes = codes.astype(np.int64, copy=False)
-        order = None if _grouped(codes, t) else np.lexsort((t, codes))
-        if order is not None:
+    def of(cls, rows: np.ndarray, t_column: pa.ChunkedArray | pa.Array) -> _Runs:
+        codes = np.asarray(rows, dtype=np.int64)
+        t = t_column.to_numpy().astype(np.float64, copy=False)
+        order = None
+        if codes.size and codes.min() < 0:  # other episodes' rows: drop them first
+            order = np.flatnonzero(codes >= 0)
             codes, t = codes[order], t[order]
+        if not _grouped(codes, t):
+            runs = np.lexsort((t, codes))
+            codes, t = codes[runs], t[runs]
+            order = runs if order is None else order[runs]
+        if not codes.size:
+            empty = np.zeros(0, np.int64)
+            return cls(empty, empty, empty, t, order)
         change = np.flatnonzero(np.diff(codes)) + 1
-        starts = np.concatenate([[0], change]).astype(np.int64) if codes.size else np.zeros(
-            0, np.int64)
-        stops = np.concatenate([change, [codes.size]]).astype(np.int64) if codes.size else \
-            np.zeros(0, np.int64)
-        rows = codes[starts]
-        keep = rows >= 0
-        return cls(starts[keep], stops[keep], rows[keep], t, order)
+        starts = np.concatenate([[0], change]).astype(np.int64)
+        stops = np.concatenate([change, [codes.size]]).astype(np.int64)
+        return cls(starts, stops, codes[starts], t, order)
 
 
 def _grouped(codes: np.ndarray, t: np.ndarray) -> bool:
@@ -112,23 +145,6 @@ def _grouped(codes: np.ndarray, t: np.ndarray) -> bool:
         return False
     heads = codes[np.concatenate([[True], boundary])]
     return bool(np.unique(heads).size == heads.size)
-
-
-def _samples(table: pa.Table, channels: Sequence[str], order: np.ndarray | None) -> np.ndarray:
-    """``(n_channels, n_rows)`` samples in run order (channel-major: each column is one
-    contiguous copy), float32 when every channel is float32 (interpolated in float64 all
-    the same), float64 otherwise; NaN where absent or null."""
-    present = [c for c in channels if c in table.column_names]
-    single = all(table[c].type == pa.float32() for c in present)
-    samples = np.empty((len(channels), table.num_rows),
-                       dtype=np.float32 if single else np.float64)
-    for k, name in enumerate(channels):
-        if name not in table.column_names:
-            samples[k] = np.nan
-            continue
-        column = table[name].to_numpy(zero_copy_only=False)
-        samples[k] = column if order is None else column[order]
-    return samples
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)

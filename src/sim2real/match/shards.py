@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sim2real.dataset import Location
-from sim2real.match.resample import resample_block, resample_into
+from sim2real.dataset import EpisodeIndex, Location
+from sim2real.match.resample import Resampler
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
 
-__all__ = ["Shard", "plan_shards", "read_sharded"]
+__all__ = ["Shard", "plan_shards", "read_sharded", "read_times"]
 
 # Row groups per shard: ~0.5 M rows, so that a worker's decoded block stays ~100-200 MB.
 _GROUPS_PER_SHARD = 4
@@ -46,7 +45,7 @@ class Shard(NamedTuple):
 
 
 class _Job(NamedTuple):
-    wanted: pa.Array
+    wanted: EpisodeIndex
     channels: tuple[str, ...]
     dt: float
     n_steps: int
@@ -107,7 +106,7 @@ def _file_shards(file: Location, bounds: list[tuple[str, str]],
 
 def read_sharded(
     shards: Sequence[Shard],
-    wanted: pa.Array,
+    wanted: EpisodeIndex,
     channels: Sequence[str],
     dt: float,
     out: np.ndarray,
@@ -124,12 +123,13 @@ def read_sharded(
         The rows of ``out`` written.
     """
     job = _Job(wanted, tuple(channels), dt, out.shape[1])
+    resampler = Resampler(channels, dt)
     written: list[np.ndarray] = []
     edges: list[pa.Table] = []
     if executor is None or not executor.remote or len(shards) <= 1:
         for shard in shards:
-            inner, edge = _read_shard_table(job, shard)
-            written.append(resample_into(inner, wanted, channels, dt, out, durations))
+            table, rows, edge = _read_shard_table(job, shard)
+            written.append(resampler.into(table, rows, out, durations))
             edges.append(edge)
     else:
         for piece in executor.map_shared(_read_shard, job, list(shards)):
@@ -137,26 +137,55 @@ def read_sharded(
             written.append(piece.rows)
             edges.append(piece.edge)
     if edges:
-        written.append(resample_into(pa.concat_tables(edges), wanted, channels, dt, out,
-                                     durations))
+        # Parts may differ in which channels they hold: absent ones come back null.
+        edge = pa.concat_tables(edges, promote_options="permissive")
+        written.append(resampler.into(edge, wanted.rows(edge["episode_id"]), out, durations))
     return np.concatenate(written) if written else np.zeros(0, np.int64)
+
+
+def read_times(shards: Sequence[Shard],
+               wanted: EpisodeIndex) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, t)``: every sample time of the ``wanted`` episodes in ``shards``, with its
+    episode's index in ``wanted`` (only ``episode_id`` and ``t`` are read)."""
+    job = _Job(wanted, (), 0.0, 0)
+    rows, times = [], []
+    for shard in shards:
+        table, found = _read_rows(job, shard)
+        keep = found >= 0
+        rows.append(found[keep])
+        times.append(table["t"].to_numpy().astype(np.float64, copy=False)[keep])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(rows), np.concatenate(times)
 
 
 def _read_shard(job: _Job, shard: Shard) -> _Piece:
     """Read one shard and resample the wanted episodes wholly inside it (a remote task)."""
-    inner, edge = _read_shard_table(job, shard)
-    rows, values, durations = resample_block(inner, job.wanted, job.channels, job.dt,
-                                             job.n_steps)
-    return _Piece(rows, values, durations, edge)
+    table, rows, edge = _read_shard_table(job, shard)
+    found, values, durations = Resampler(job.channels, job.dt).block(table, rows, job.n_steps)
+    return _Piece(found, values, durations, edge)
 
 
-def _read_shard_table(job: _Job, shard: Shard) -> tuple[pa.Table, pa.Table]:
-    """The wanted episodes of one shard: those wholly inside it, and its two edge ones
-    (which may continue in the neighbouring shards), raw."""
-    source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem)
+def _read_shard_table(job: _Job, shard: Shard) -> tuple[pa.Table, np.ndarray, pa.Table]:
+    """One shard's samples with each row's destination (-1: an episode not wanted, or one of
+    the two at the shard's edges, which may continue in the neighbouring shards), and the
+    edge episodes' samples, raw."""
+    table, rows = _read_rows(job, shard)
+    edge_rows = job.wanted.rows(pa.array([shard.first, shard.last]))
+    on_edge = np.isin(rows, edge_rows[edge_rows >= 0])
+    return table, np.where(on_edge, -1, rows), table.filter(pa.array(on_edge))
+
+
+def _read_rows(job: _Job, shard: Shard) -> tuple[pa.Table, np.ndarray]:
+    """One shard's ``episode_id``, ``t`` and channel columns, and each row's episode's index
+    in ``job.wanted`` (-1: not wanted).
+
+    ``episode_id`` is read dictionary-encoded: a row group holds a few hundred episodes,
+    so looking them up per dictionary entry is far cheaper than decoding a string per row.
+    """
+    source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
+                            read_dictionary=["episode_id"])
     present = set(source.schema_arrow.names)
     columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
     table = source.read_row_groups(list(shard.groups), columns=columns)
-    table = table.filter(pc.is_in(table["episode_id"], value_set=job.wanted))
-    on_edge = pc.is_in(table["episode_id"], value_set=pa.array([shard.first, shard.last]))
-    return table.filter(pc.invert(on_edge)), table.filter(on_edge)
+    return table, job.wanted.rows(table["episode_id"])
