@@ -85,12 +85,13 @@ class EpisodeResult:
     failure_label: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Ids:
     obj_qpos: int
     obj_dof: int
-    is_gripper: np.ndarray  # (n_geoms,) bool: pads and palm
-    is_env: np.ndarray  # (n_geoms,) bool: table and bin
+    # (geom1, geom2) of a gripper geom (pads, palm) touching the table or the bin, either
+    # way round: a contact between them is a crash when it pushes hard.
+    crash_pairs: frozenset[tuple[int, int]]
 
     @classmethod
     def of(cls, m: mujoco.MjModel) -> _Ids:
@@ -99,11 +100,10 @@ class _Ids:
 
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "obj")
         env = ["table", "bin_floor"] + [f"bin_wall_{s}" for s in ("px", "nx", "py", "ny")]
-        is_gripper = np.zeros(m.ngeom, dtype=bool)
-        is_gripper[[gid(g) for g in ("pad_l", "pad_r", "palm")]] = True
-        is_env = np.zeros(m.ngeom, dtype=bool)
-        is_env[[gid(g) for g in env]] = True
-        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), is_gripper, is_env)
+        gripper = [gid(g) for g in ("pad_l", "pad_r", "palm")]
+        pairs = {(g, e) for g in gripper for e in map(gid, env)}
+        crash_pairs = frozenset(pairs | {(e, g) for g, e in pairs})
+        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), crash_pairs)
 
 
 def simulate_episode(
@@ -165,7 +165,12 @@ def _place_object(data: mujoco.MjData, ids: _Ids, obj_type: str, init: InitState
 
 
 class _Run:
-    """The loop of one episode: latency pipeline, physics, failure monitor, recording."""
+    """The loop of one episode: latency pipeline, physics, failure monitor, recording.
+
+    The state the loop reads every tick is copied out of MuJoCo once per tick as plain
+    floats (``q``, ``v``, ``f``): per-tick numpy calls on 3-vectors cost more than the
+    arithmetic they do, and the arithmetic is the same IEEE arithmetic either way.
+    """
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, ids: _Ids,
                  latency_ms: float, system: SystemProfile | None,
@@ -175,7 +180,7 @@ class _Run:
         self.system = system
         self.rng = rng
         self.step = 0
-        self.pending: deque[tuple[int, np.ndarray]] = deque()
+        self.pending: deque[tuple[int, tuple[float, ...]]] = deque()
         self.last_apply = 0
         self.spike_until = -1.0
         self.obj_z0 = float(data.qpos[ids.obj_qpos + 2])
@@ -183,23 +188,31 @@ class _Run:
         self.failure: tuple[float, str] | None = None
         self.done_at: float | None = None
         self.dropped = 0  # command messages lost so far in this episode
+        # Live views into the data, fetched once: each attribute access costs a call.
+        self.badqvel = data.warning[mujoco.mjtWarning.mjWARN_BADQVEL]
+        self.qpos, self.qvel, self.ctrl = data.qpos, data.qvel, data.ctrl
+        self.force = data.actuator_force
+        self.contact_force = np.zeros(6)
 
     def loop(self, controller: Controller, detector: Detector, recorder: Recorder,
              episode_id: str) -> EpisodeResult:
         frame: Frame | None = None
         n_ticks = round(T_MAX * CONTROL_HZ)
+        obj = self.ids.obj_qpos
+        q = self.qpos.tolist()
         for k in range(n_ticks):
             t = k / CONTROL_HZ
             fresh = k % _PERCEPTION_EVERY == 0
             if fresh:
-                frame = detector.observe(self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 2])
-            cmd = controller.step(self._pad(), frame if fresh else None)
+                frame = detector.observe(q[obj], q[obj + 1])
+            cmd = controller.step(_pad(q), frame if fresh else None)
             latency = self._send(t, cmd)
             self._physics()
-            self._monitor(t + 1.0 / CONTROL_HZ, controller.phase)
+            q, v, f = self.qpos.tolist(), self.qvel.tolist(), self.force.tolist()
+            self._monitor(t + 1.0 / CONTROL_HZ, controller.phase, q, f)
             if recorder.due(t):
                 assert frame is not None  # the first tick always observes
-                recorder.add(t, self._sample(cmd, frame, latency))
+                recorder.add(t, self._sample(cmd, frame, latency, q, v, f))
             if self._finished(t):
                 break
         if self.failure is None and self.done_at is None:
@@ -208,10 +221,6 @@ class _Run:
         if self.failure is None:
             return EpisodeResult(table, "success", None, None)
         return EpisodeResult(table, "failure", round(self.failure[0], 4), self.failure[1])
-
-    def _pad(self) -> np.ndarray:
-        q = self.d.qpos
-        return np.array([q[0], q[1], HEAD_HOME_Z + q[2] - PAD_BELOW_HEAD])
 
     def _send(self, t: float, cmd: Command) -> float:
         """Queue the command behind the actuator latency; real robots add system effects.
@@ -231,11 +240,10 @@ class _Run:
             self.dropped += 1
             return latency
         grip = 0.05 * cmd.grip  # finger joint target: 0 open, 0.05 closed on the centre
-        ctrl = np.array([*cmd.vel, grip, grip])
         # Messages arrive in order: a late one holds back those behind it.
         apply = max(self.step + round(latency / 1000.0 / TIMESTEP), self.last_apply)
         self.last_apply = apply
-        self.pending.append((apply, ctrl))
+        self.pending.append((apply, (*cmd.vel, grip, grip)))
         return latency
 
     def _physics(self) -> None:
@@ -245,21 +253,22 @@ class _Run:
             if at > self.step:
                 mujoco.mj_step(self.m, self.d, nstep=at - self.step)
                 self.step = at
-            self.d.ctrl[:] = self.pending.popleft()[1]
+            self.ctrl[:] = self.pending.popleft()[1]
         if end > self.step:
             mujoco.mj_step(self.m, self.d, nstep=end - self.step)
             self.step = end
 
-    def _monitor(self, t: float, phase: Phase) -> None:
+    def _monitor(self, t: float, phase: Phase, q: list[float], f: list[float]) -> None:
         """Turn what the physics did into the symptom an operator would log."""
         if self.failure is not None:
             return
-        obj = self.d.qpos[self.ids.obj_qpos:self.ids.obj_qpos + 3]
-        if self.d.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number > 0:
+        a = self.ids.obj_qpos
+        obj = (q[a], q[a + 1], q[a + 2])
+        if self.badqvel.number > 0:
             # The object was squeezed out so violently that the solver gave up: in the real
             # cell it flies off the table. MuJoCo has reset the state, so stop here.
             self.failure = (t, "dropped_object")
-        elif self._crashed():
+        elif self._crashed(f):
             self.failure = (t, "collision")
         elif phase == Phase.TRANSPORT and not self.holding:
             if obj[2] > self.obj_z0 + 0.08:
@@ -267,64 +276,62 @@ class _Run:
             else:
                 self.failure = (t, "missed_pick")
         elif self.holding and phase in (Phase.TRANSPORT, Phase.LOWER):
-            pad = self._pad()
-            if math.dist(obj, pad) > 0.08:
+            if math.dist(obj, _pad(q)) > 0.08:
                 self.failure = (t, "dropped_object")
         elif phase == Phase.DONE and self.done_at is None:
             self.done_at = t
-        elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not self._in_bin(obj):
+        elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not _in_bin(obj):
             self.failure = (t, "dropped_object")
 
-    def _crashed(self) -> bool:
-        f = self.d.actuator_force
+    def _crashed(self, f: list[float]) -> bool:
         if max(abs(f[0]), abs(f[1]), abs(f[2])) > _DRIVE_LIMIT_N:
             return True
-        n = self.d.ncon
-        if n == 0:
+        if self.d.ncon == 0:
             return False
-        geoms = self.d.contact.geom[:n]
-        hit = self.ids.is_gripper[geoms]
-        env = self.ids.is_env[geoms]
-        pairs = (hit[:, 0] & env[:, 1]) | (hit[:, 1] & env[:, 0])
-        force = np.zeros(6)
-        for i in np.flatnonzero(pairs):
-            mujoco.mj_contactForce(self.m, self.d, int(i), force)
-            if force[0] > _IMPACT_N:
-                return True
+        crash_pairs = self.ids.crash_pairs
+        for i, pair in enumerate(self.d.contact.geom.tolist()):
+            if tuple(pair) in crash_pairs:
+                mujoco.mj_contactForce(self.m, self.d, i, self.contact_force)
+                if self.contact_force[0] > _IMPACT_N:
+                    return True
         return False
 
-    @staticmethod
-    def _in_bin(obj: np.ndarray) -> bool:
-        return (abs(obj[0] - BIN_CENTER[0]) < BIN_HALF and abs(obj[1] - BIN_CENTER[1]) < BIN_HALF
-                and obj[2] < 0.08)
-
     def _finished(self, t: float) -> bool:
-        if self.d.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number > 0:
+        if self.badqvel.number > 0:
             return True
         if self.failure is not None:
             return t >= self.failure[0] + _AFTER_FAILURE_S
         return self.done_at is not None and t >= self.done_at + _SETTLE_S + 0.02
 
-    def _sample(self, cmd: Command, frame: Frame, latency: float) -> dict[str, float]:
-        d = self.d
-        q, v, f = d.qpos, d.qvel, d.actuator_force
-        closed = cmd.grip > 0.5
-        obj_v = v[self.ids.obj_dof:self.ids.obj_dof + 3]
-        slip = math.dist(obj_v, v[:3]) if closed else 0.0
-        return {
-            "x_pos": q[0], "y_pos": q[1], "z_pos": q[2],
-            "x_vel": v[0], "y_vel": v[1], "z_vel": v[2],
-            "x_force": f[0], "y_force": f[1], "z_force": f[2],
-            "grip_width": 2.0 * (0.05 - 0.5 * (q[3] + q[4])),
-            "grip_force": 0.5 * (abs(f[3]) + abs(f[4])),
-            "obj_slip": slip,
-            "tracking_err": math.dist(d.ctrl[:3], v[:3]),
-            "det_confidence": frame.confidence,
-            "pose_err_mm": frame.error_m * 1000.0,
-            "img_brightness": frame.brightness,
-            "img_contrast": frame.contrast,
-            "cmd_x": cmd.vel[0], "cmd_y": cmd.vel[1], "cmd_z": cmd.vel[2], "cmd_grip": cmd.grip,
-            # The driver's diagnostics counter, as real drivers report it: cumulative
-            # since the episode started, not a 0/1 flag per message.
-            "loop_latency_ms": latency, "dropped_msgs": float(self.dropped),
-        }
+    def _sample(self, cmd: Command, frame: Frame, latency: float, q: list[float],
+                v: list[float], f: list[float]) -> tuple[float, ...]:
+        """One telemetry row, in the order of ``telemetry.CHANNELS``."""
+        o = self.ids.obj_dof
+        slip = math.dist(v[o:o + 3], v[:3]) if cmd.grip > 0.5 else 0.0
+        row = (
+            q[0], q[1], q[2],  # x_pos, y_pos, z_pos
+            v[0], v[1], v[2],  # x_vel, y_vel, z_vel
+            f[0], f[1], f[2],  # x_force, y_force, z_force
+            2.0 * (0.05 - 0.5 * (q[3] + q[4])),  # grip_width
+            0.5 * (abs(f[3]) + abs(f[4])),  # grip_force
+            slip,  # obj_slip
+            math.dist(self.ctrl[:3].tolist(), v[:3]),  # tracking_err
+            frame.confidence, frame.error_m * 1000.0,  # det_confidence, pose_err_mm
+            frame.brightness, frame.contrast,  # img_brightness, img_contrast
+            *cmd.vel, cmd.grip,  # cmd_x, cmd_y, cmd_z, cmd_grip
+        )
+        if self.system is None:
+            return row
+        # The driver's diagnostics counter, as real drivers report it: cumulative since the
+        # episode started, not a 0/1 flag per message.
+        return (*row, latency, float(self.dropped))  # loop_latency_ms, dropped_msgs
+
+
+def _pad(q: list[float]) -> tuple[float, float, float]:
+    """The pad centre (world metres) from the gantry joints."""
+    return (q[0], q[1], HEAD_HOME_Z + q[2] - PAD_BELOW_HEAD)
+
+
+def _in_bin(obj: tuple[float, float, float]) -> bool:
+    return (abs(obj[0] - BIN_CENTER[0]) < BIN_HALF and abs(obj[1] - BIN_CENTER[1]) < BIN_HALF
+            and obj[2] < 0.08)

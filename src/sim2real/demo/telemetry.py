@@ -7,6 +7,8 @@ episode ran on a real robot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -54,7 +56,7 @@ class Recorder:
         self.names = [c.name for c in CHANNELS if with_system or c.family != "system"]
         self._next = 0.0
         self._t: list[float] = []
-        self._rows: list[list[float]] = []
+        self._rows: list[Sequence[float]] = []
 
     def due(self, t: float) -> bool:
         """Whether the tick at time ``t`` should be recorded (advances the schedule)."""
@@ -63,18 +65,20 @@ class Recorder:
         self._next += self.period
         return True
 
-    def add(self, t: float, values: dict[str, float]) -> None:
-        """Record one sample; ``values`` must hold every recorded channel."""
+    def add(self, t: float, row: Sequence[float]) -> None:
+        """Record one sample: ``row`` holds the recorded channels' values in ``names`` order."""
         self._t.append(round(t, 6))
-        self._rows.append([values[n] for n in self.names])
+        self._rows.append(row)
 
     def table(self, episode_id: str) -> pa.Table:
         """The samples as a signals table for ``episode_id``."""
-        data = np.asarray(self._rows, dtype=np.float64).reshape(len(self._t), len(self.names))
+        n = len(self._t)
+        # (n_channels, n_samples): each channel's column is contiguous for Arrow.
+        data = np.array(self._rows, dtype=np.float64).reshape(n, len(self.names)).T.copy()
         cols: dict[str, pa.Array] = {
-            "episode_id": pa.array([episode_id] * len(self._t), pa.string()),
+            "episode_id": pa.array([episode_id] * n, pa.string()),
             "t": pa.array(self._t, pa.float64()),
         }
-        for j, name in enumerate(self.names):
-            cols[name] = pa.array(data[:, j], pa.float64())
+        for name, column in zip(self.names, data, strict=True):
+            cols[name] = pa.array(column, pa.float64())
         return pa.table(cols)
