@@ -12,6 +12,7 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 
 import mujoco
 import numpy as np
@@ -144,8 +145,8 @@ def simulate_episode(
     rng = np.random.default_rng(sensor_seq)
     model = load_model(obj_type)
     apply_params(model, obj_type, values)
-    data = mujoco.MjData(model)
-    ids = _Ids.of(model)
+    data, ids = _workspace(obj_type)
+    mujoco.mj_resetData(model, data)
     _place_object(data, ids, obj_type, init_state)
     mujoco.mj_forward(model, data)
     run = _Run(model, data, ids, values["actuator_latency_ms"], system,
@@ -154,6 +155,19 @@ def simulate_episode(
     controller = Controller(_PLANNED_AS.get(obj_type, obj_type), 1.0 / CONTROL_HZ)
     recorder = Recorder(min(rate_hz, CONTROL_HZ), with_system=system is not None)
     return run.loop(controller, detector, recorder, episode_id)
+
+
+@cache
+def _workspace(object_type: str) -> tuple[mujoco.MjData, _Ids]:
+    """The data a rollout of ``object_type`` runs in, and the ids it looks up.
+
+    Like the model (see :mod:`sim2real.demo.world`), it is made once per process and
+    reused: a fresh ``MjData`` allocates and clears MuJoCo's whole arena, which costs
+    more than a short episode's bookkeeping, while ``mj_resetData`` restores exactly the
+    state a fresh one starts in. So rollouts in one process run one at a time.
+    """
+    model = load_model(object_type)
+    return mujoco.MjData(model), _Ids.of(model)
 
 
 def _place_object(data: mujoco.MjData, ids: _Ids, obj_type: str, init: InitState) -> None:
