@@ -93,18 +93,56 @@ class _Ids:
     # (geom1, geom2) of a gripper geom (pads, palm) touching the table or the bin, either
     # way round: a contact between them is a crash when it pushes hard.
     crash_pairs: frozenset[tuple[int, int]]
+    # Above this z joint position no gripper geom reaches down to the top of the table or
+    # the bin, so no crash contact can exist and the contact scan is skipped.
+    clear_z: float
 
     @classmethod
-    def of(cls, m: mujoco.MjModel) -> _Ids:
+    def of(cls, m: mujoco.MjModel, d: mujoco.MjData) -> _Ids:
+        """The ids of ``m``; ``d`` is scratch data for the geometry (its state is lost)."""
         def gid(name: str) -> int:
             return int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, name))
 
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "obj")
-        env = ["table", "bin_floor"] + [f"bin_wall_{s}" for s in ("px", "nx", "py", "ny")]
+        env = [gid(g) for g in ["table", "bin_floor"]
+               + [f"bin_wall_{s}" for s in ("px", "nx", "py", "ny")]]
         gripper = [gid(g) for g in ("pad_l", "pad_r", "palm")]
-        pairs = {(g, e) for g in gripper for e in map(gid, env)}
+        pairs = {(g, e) for g in gripper for e in env}
         crash_pairs = frozenset(pairs | {(e, g) for g, e in pairs})
-        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), crash_pairs)
+        return cls(int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid]), crash_pairs,
+                   _clear_z(m, d, gripper, env))
+
+
+def _clear_z(m: mujoco.MjModel, d: mujoco.MjData, gripper: list[int], env: list[int]) -> float:
+    """The z joint position above which the ``gripper`` geoms clear every ``env`` geom.
+
+    The gripper only translates (the gantry's and fingers' joints all slide), so each of
+    its geoms' lowest point is its height at the start pose plus the z joint's travel;
+    the table and bin do not move. Contacts need the geoms' margins to overlap.
+    """
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_kinematics(m, d)
+    z_joint = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "z")
+    for g in gripper:
+        body = int(m.geom_bodyid[g])
+        while body:
+            joints = range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body])
+            if any(m.jnt_type[j] != mujoco.mjtJoint.mjJNT_SLIDE for j in joints):
+                msg = f"gripper geom {g} can rotate: the crash scan guard assumes it cannot"
+                raise ValueError(msg)
+            body = int(m.body_parentid[body])
+
+    def z_range(g: int) -> tuple[float, float]:
+        # World-z extent of the geom's bounding box (given in the geom's frame).
+        centre, half = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
+        rot = d.geom_xmat[g].reshape(3, 3)
+        z = float(d.geom_xpos[g, 2] + rot[2] @ centre)
+        reach = float(np.abs(rot[2]) @ half) + float(m.geom_margin[g])
+        return z - reach, z + reach
+
+    gripper_bottom = min(z_range(g)[0] for g in gripper)
+    env_top = max(z_range(e)[1] for e in env)
+    return env_top - gripper_bottom + float(d.qpos[m.jnt_qposadr[z_joint]])
 
 
 def simulate_episode(
@@ -167,7 +205,8 @@ def _workspace(object_type: str) -> tuple[mujoco.MjData, _Ids]:
     state a fresh one starts in. So rollouts in one process run one at a time.
     """
     model = load_model(object_type)
-    return mujoco.MjData(model), _Ids.of(model)
+    data = mujoco.MjData(model)
+    return data, _Ids.of(model, data)
 
 
 def _place_object(data: mujoco.MjData, ids: _Ids, obj_type: str, init: InitState) -> None:
@@ -282,7 +321,7 @@ class _Run:
             # The object was squeezed out so violently that the solver gave up: in the real
             # cell it flies off the table. MuJoCo has reset the state, so stop here.
             self.failure = (t, "dropped_object")
-        elif self._crashed(f):
+        elif self._crashed(q, f):
             self.failure = (t, "collision")
         elif phase == Phase.TRANSPORT and not self.holding:
             if obj[2] > self.obj_z0 + 0.08:
@@ -297,10 +336,10 @@ class _Run:
         elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not _in_bin(obj):
             self.failure = (t, "dropped_object")
 
-    def _crashed(self, f: list[float]) -> bool:
+    def _crashed(self, q: list[float], f: list[float]) -> bool:
         if max(abs(f[0]), abs(f[1]), abs(f[2])) > _DRIVE_LIMIT_N:
             return True
-        if self.d.ncon == 0:
+        if q[2] > self.ids.clear_z or self.d.ncon == 0:
             return False
         crash_pairs = self.ids.crash_pairs
         for i, pair in enumerate(self.d.contact.geom.tolist()):
