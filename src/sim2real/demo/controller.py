@@ -90,9 +90,9 @@ class Controller:
         self._advance(pad)
         moving = self.phase != Phase.PERCEIVE
         step = _AMAX * self.dt
-        vx, vy, vz = (_axis_vel(target - p, v, step, moving)
-                      for target, p, v in zip(self._target, pad, self._vel, strict=True))
-        self._vel = (vx, vy, vz)
+        (tx, ty, tz), (px, py, pz), (vx, vy, vz) = self._target, pad, self._vel
+        self._vel = (_axis_vel(tx - px, vx, step, moving), _axis_vel(ty - py, vy, step, moving),
+                     _axis_vel(tz - pz, vz, step, moving))
         return Command(self._vel, self._grip)
 
     def _advance(self, pad: Vec3) -> None:

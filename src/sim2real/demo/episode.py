@@ -300,16 +300,18 @@ class _Run:
         return latency
 
     def _physics(self) -> None:
-        end = self.step + _SUBSTEPS
-        while self.pending and self.pending[0][0] < end:
-            at = max(self.pending[0][0], self.step)
-            if at > self.step:
-                mujoco.mj_step(self.m, self.d, nstep=at - self.step)
-                self.step = at
-            self.ctrl[:] = self.pending.popleft()[1]
-        if end > self.step:
-            mujoco.mj_step(self.m, self.d, nstep=end - self.step)
-            self.step = end
+        """Step through one control tick, applying each queued command when it is due."""
+        m, d, pending, step = self.m, self.d, self.pending, self.step
+        end = step + _SUBSTEPS
+        while pending and pending[0][0] < end:
+            at, ctrl = pending.popleft()
+            if at > step:
+                mujoco.mj_step(m, d, nstep=at - step)
+                step = at
+            self.ctrl[:] = ctrl
+        if end > step:
+            mujoco.mj_step(m, d, nstep=end - step)
+        self.step = end
 
     def _monitor(self, t: float, phase: Phase, q: list[float], f: list[float]) -> None:
         """Turn what the physics did into the symptom an operator would log."""
