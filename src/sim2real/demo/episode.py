@@ -251,8 +251,10 @@ class _Run:
              episode_id: str) -> EpisodeResult:
         frame: Frame | None = None
         n_ticks = round(T_MAX * CONTROL_HZ)
+        dt = 1.0 / CONTROL_HZ
         obj = self.ids.obj_qpos
-        q = self.qpos.tolist()
+        qpos, qvel, force = self.qpos, self.qvel, self.force
+        q = qpos.tolist()
         for k in range(n_ticks):
             t = k / CONTROL_HZ
             fresh = k % _PERCEPTION_EVERY == 0
@@ -261,8 +263,8 @@ class _Run:
             cmd = controller.step(_pad(q), frame if fresh else None)
             latency = self._send(t, cmd)
             self._physics()
-            q, v, f = self.qpos.tolist(), self.qvel.tolist(), self.force.tolist()
-            self._monitor(t + 1.0 / CONTROL_HZ, controller.phase, q, f)
+            q, v, f = qpos.tolist(), qvel.tolist(), force.tolist()
+            self._monitor(t + dt, controller.phase, q, f)
             if recorder.due(t):
                 assert frame is not None  # the first tick always observes
                 recorder.add(t, self._sample(cmd, frame, latency, q, v, f))
