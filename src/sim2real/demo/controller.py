@@ -50,6 +50,14 @@ class Phase(IntEnum):
     DONE = 9
 
 
+# Python 3.11 serves each enum member through a descriptor call: the per-tick code
+# compares against these plain references instead.
+_PERCEIVE, _APPROACH, _DESCEND, _CLOSE, _LIFT = (
+    Phase.PERCEIVE, Phase.APPROACH, Phase.DESCEND, Phase.CLOSE, Phase.LIFT)
+_TRANSPORT, _LOWER, _RELEASE, _RETREAT, _DONE = (
+    Phase.TRANSPORT, Phase.LOWER, Phase.RELEASE, Phase.RETREAT, Phase.DONE)
+
+
 class Command(NamedTuple):
     """One control message: axis velocities (m/s) and grip (1 close, 0 open)."""
 
@@ -85,10 +93,10 @@ class Controller:
     def step(self, pad: Vec3, frame: Frame | None) -> Command:
         """Advance one control tick from the measured pad position and the latest frame."""
         self._t_phase += self.dt
-        if frame is not None and frame.confidence >= _CONF_MIN and self.phase == Phase.PERCEIVE:
+        if frame is not None and frame.confidence >= _CONF_MIN and self.phase == _PERCEIVE:
             self._estimates.append(frame.estimate_xy)
         self._advance(pad)
-        moving = self.phase != Phase.PERCEIVE
+        moving = self.phase != _PERCEIVE
         step = _AMAX * self.dt
         (tx, ty, tz), (px, py, pz), (vx, vy, vz) = self._target, pad, self._vel
         self._vel = (_axis_vel(tx - px, vx, step, moving), _axis_vel(ty - py, vy, step, moving),
@@ -98,29 +106,29 @@ class Controller:
     def _advance(self, pad: Vec3) -> None:
         reached = math.dist(self._target, pad) < _TOL
         p = self.phase
-        if p == Phase.PERCEIVE:
+        if p == _PERCEIVE:
             self._target = pad
             if self._t_phase >= _PERCEIVE_S and self._estimates:
                 x, y = np.mean(np.asarray(self._estimates), axis=0).tolist()
-                self._go(Phase.APPROACH, (x, y, _HOVER_Z))
-        elif p == Phase.APPROACH and reached:
-            self._go(Phase.DESCEND, (self._target[0], self._target[1], self.grasp_z))
-        elif p == Phase.DESCEND and reached:
+                self._go(_APPROACH, (x, y, _HOVER_Z))
+        elif p == _APPROACH and reached:
+            self._go(_DESCEND, (self._target[0], self._target[1], self.grasp_z))
+        elif p == _DESCEND and reached:
             self._grip = 1.0
-            self._go(Phase.CLOSE, self._target)
-        elif p == Phase.CLOSE and self._t_phase >= _CLOSE_S:
-            self._go(Phase.LIFT, (self._target[0], self._target[1], _CARRY_Z))
-        elif p == Phase.LIFT and reached:
-            self._go(Phase.TRANSPORT, (BIN_CENTER[0], BIN_CENTER[1], _CARRY_Z))
-        elif p == Phase.TRANSPORT and reached:
-            self._go(Phase.LOWER, (BIN_CENTER[0], BIN_CENTER[1], self.grasp_z + 0.03))
-        elif p == Phase.LOWER and reached:
+            self._go(_CLOSE, self._target)
+        elif p == _CLOSE and self._t_phase >= _CLOSE_S:
+            self._go(_LIFT, (self._target[0], self._target[1], _CARRY_Z))
+        elif p == _LIFT and reached:
+            self._go(_TRANSPORT, (BIN_CENTER[0], BIN_CENTER[1], _CARRY_Z))
+        elif p == _TRANSPORT and reached:
+            self._go(_LOWER, (BIN_CENTER[0], BIN_CENTER[1], self.grasp_z + 0.03))
+        elif p == _LOWER and reached:
             self._grip = 0.0
-            self._go(Phase.RELEASE, self._target)
-        elif p == Phase.RELEASE and self._t_phase >= _RELEASE_S:
-            self._go(Phase.RETREAT, (BIN_CENTER[0], BIN_CENTER[1], _HOVER_Z))
-        elif p == Phase.RETREAT and reached:
-            self._go(Phase.DONE, self._target)
+            self._go(_RELEASE, self._target)
+        elif p == _RELEASE and self._t_phase >= _RELEASE_S:
+            self._go(_RETREAT, (BIN_CENTER[0], BIN_CENTER[1], _HOVER_Z))
+        elif p == _RETREAT and reached:
+            self._go(_DONE, self._target)
 
     def _go(self, phase: Phase, target: Vec3) -> None:
         self.phase = phase

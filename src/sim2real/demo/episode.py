@@ -46,6 +46,9 @@ _AFTER_FAILURE_S = 0.3  # the robot's stop takes a moment; telemetry continues m
 _SETTLE_S = 0.3
 # The planner knows only the training catalogue: a new class is planned as the closest one.
 _PLANNED_AS = {"bottle": "cyl_s"}
+# Python 3.11 serves each enum member through a descriptor call: the monitor, which runs
+# every tick, compares against these plain references instead.
+_TRANSPORT, _LOWER, _DONE = Phase.TRANSPORT, Phase.LOWER, Phase.DONE
 
 
 @dataclass(frozen=True)
@@ -327,15 +330,15 @@ class _Run:
             self.failure = (t, "dropped_object")
         elif self._crashed(q, f):
             self.failure = (t, "collision")
-        elif phase == Phase.TRANSPORT and not self.holding:
+        elif phase == _TRANSPORT and not self.holding:
             if obj[2] > self.obj_z0 + 0.08:
                 self.holding = True
             else:
                 self.failure = (t, "missed_pick")
-        elif self.holding and phase in (Phase.TRANSPORT, Phase.LOWER):
+        elif self.holding and phase in (_TRANSPORT, _LOWER):
             if math.dist(obj, _pad(q)) > 0.08:
                 self.failure = (t, "dropped_object")
-        elif phase == Phase.DONE and self.done_at is None:
+        elif phase == _DONE and self.done_at is None:
             self.done_at = t
         elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not _in_bin(obj):
             self.failure = (t, "dropped_object")

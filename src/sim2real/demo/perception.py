@@ -63,15 +63,16 @@ class Detector:
 
     def observe(self, x: float, y: float) -> Frame:
         """One camera frame of the object lying at (``x``, ``y``) (metres)."""
-        # Plain floats, not small arrays: this runs every few control ticks. The draws
-        # keep their order and sizes, so the noise is the same stream as ever.
-        dx, dy = self.rng.normal(0.0, self.frame_sigma, size=2).tolist()
-        est_x = x + self.bias[0] + dx
-        est_y = y + self.bias[1] + dy
-        logit = self.conf_logit + self.rng.normal(0.0, 0.4)
+        # One call for the frame's five standard normals, in plain floats: this runs every
+        # few control ticks. ``normal(0, s)`` is ``s`` times the next standard normal, so
+        # these are the draws of separate ``normal`` calls, in the same order.
+        z_x, z_y, z_logit, z_bright, z_contrast = self.rng.standard_normal(5).tolist()
+        est_x = x + self.bias[0] + self.frame_sigma * z_x
+        est_y = y + self.bias[1] + self.frame_sigma * z_y
+        logit = self.conf_logit + 0.4 * z_logit
         light = self.light
-        brightness = min(max(0.5 * light + self.rng.normal(0.0, 0.015), 0.0), 1.0)
-        contrast = max(0.4 * light / (light + 0.25) + self.rng.normal(0.0, 0.01), 0.0)
+        brightness = min(max(0.5 * light + 0.015 * z_bright, 0.0), 1.0)
+        contrast = max(0.4 * light / (light + 0.25) + 0.01 * z_contrast, 0.0)
         return Frame(
             confidence=1.0 / (1.0 + math.exp(-logit)),
             estimate_xy=(est_x, est_y),

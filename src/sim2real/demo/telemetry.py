@@ -7,6 +7,7 @@ episode ran on a real robot.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ class Recorder:
         self.names = [c.name for c in CHANNELS if with_system or c.family != "system"]
         self._next = 0.0
         self._t: list[float] = []
-        self._rows: list[Sequence[float]] = []
+        self._values = array("d")  # the rows one after the other: (n_samples * n_channels,)
 
     def due(self, t: float) -> bool:
         """Whether the tick at time ``t`` should be recorded (advances the schedule)."""
@@ -67,14 +68,17 @@ class Recorder:
 
     def add(self, t: float, row: Sequence[float]) -> None:
         """Record one sample: ``row`` holds the recorded channels' values in ``names`` order."""
+        if len(row) != len(self.names):
+            msg = f"a sample of {len(row)} values for {len(self.names)} channels"
+            raise ValueError(msg)
         self._t.append(round(t, 6))
-        self._rows.append(row)
+        self._values.extend(row)
 
     def table(self, episode_id: str) -> pa.Table:
         """The samples as a signals table for ``episode_id``."""
         n = len(self._t)
         # (n_channels, n_samples): each channel's column is contiguous for Arrow.
-        data = np.array(self._rows, dtype=np.float64).reshape(n, len(self.names)).T.copy()
+        data = np.frombuffer(self._values, dtype=np.float64).reshape(n, len(self.names)).T.copy()
         cols: dict[str, pa.Array] = {
             "episode_id": pa.array([episode_id] * n, pa.string()),
             "t": pa.array(self._t, pa.float64()),
