@@ -138,11 +138,21 @@ class Controller:
 
 def _axis_vel(err: float, vel: float, step: float, moving: bool) -> float:
     """One axis's next velocity command: towards ``err`` away, changing by at most ``step``."""
+    # Comparisons rather than min()/max() calls: this runs for three axes every tick.
+    want = 0.0
     if moving:
         dist = abs(err)
         # Brake-in-time profile far away, a P law near the waypoint: fast and stable.
-        speed = min(_KP * dist, math.sqrt(2.0 * _ADEC * dist), _VMAX)
+        speed = _KP * dist
+        brake = math.sqrt(2.0 * _ADEC * dist)
+        if brake < speed:
+            speed = brake
+        if speed > _VMAX:
+            speed = _VMAX
         want = speed if err > 0.0 else -speed if err < 0.0 else 0.0
-    else:
-        want = 0.0
-    return vel + min(max(want - vel, -step), step)
+    change = want - vel
+    if change < -step:
+        change = -step
+    elif change > step:
+        change = step
+    return vel + change
