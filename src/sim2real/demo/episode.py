@@ -9,6 +9,7 @@ searches the parameters of this function can recover what reality hid.
 from __future__ import annotations
 
 import math
+import struct
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -236,7 +237,7 @@ class _Run:
         self.system = system
         self.rng = rng
         self.step = 0
-        self.pending: deque[tuple[int, tuple[float, ...]]] = deque()
+        self.pending: deque[tuple[int, bytes]] = deque()  # (step due, packed ctrl)
         self.last_apply = 0
         self.spike_until = -1.0
         self.obj_z0 = float(data.qpos[ids.obj_qpos + 2])
@@ -246,8 +247,12 @@ class _Run:
         self.dropped = 0  # command messages lost so far in this episode
         # Live views into the data, fetched once: each attribute access costs a call.
         self.badqvel = data.warning[mujoco.mjtWarning.mjWARN_BADQVEL]
-        self.qpos, self.qvel, self.ctrl = data.qpos, data.qvel, data.ctrl
-        self.force = data.actuator_force
+        self.qpos, self.qvel, self.force = data.qpos, data.qvel, data.actuator_force
+        # Commands travel packed as the bytes of ``data.ctrl``: applying one is then a copy,
+        # where assigning a tuple to the array would first make numpy inspect the tuple.
+        self.ctrl = data.ctrl
+        self.ctrl_bytes = memoryview(data.ctrl).cast("B")
+        self.pack_ctrl = struct.Struct(f"={model.nu}d").pack
         self.contact_force = np.zeros(6)
 
     def loop(self, controller: Controller, detector: Detector, recorder: Recorder,
@@ -256,7 +261,7 @@ class _Run:
         n_ticks = round(T_MAX * CONTROL_HZ)
         dt = 1.0 / CONTROL_HZ
         obj = self.ids.obj_qpos
-        qpos, qvel, force = self.qpos, self.qvel, self.force
+        qpos, force = self.qpos, self.force
         q = qpos.tolist()
         for k in range(n_ticks):
             t = k / CONTROL_HZ
@@ -266,11 +271,11 @@ class _Run:
             cmd = controller.step(_pad(q), frame if fresh else None)
             latency = self._send(t, cmd)
             self._physics()
-            q, v, f = qpos.tolist(), qvel.tolist(), force.tolist()
+            q, f = qpos.tolist(), force.tolist()
             self._monitor(t + dt, controller.phase, q, f)
             if recorder.due(t):
                 assert frame is not None  # the first tick always observes
-                recorder.add(t, self._sample(cmd, frame, latency, q, v, f))
+                recorder.add(t, self._sample(cmd, frame, latency, q, f))
             if self._finished(t):
                 break
         if self.failure is None and self.done_at is None:
@@ -301,7 +306,7 @@ class _Run:
         # Messages arrive in order: a late one holds back those behind it.
         apply = max(self.step + round(latency / 1000.0 / TIMESTEP), self.last_apply)
         self.last_apply = apply
-        self.pending.append((apply, (*cmd.vel, grip, grip)))
+        self.pending.append((apply, self.pack_ctrl(*cmd.vel, grip, grip)))
         return latency
 
     def _physics(self) -> None:
@@ -313,7 +318,7 @@ class _Run:
             if at > step:
                 mujoco.mj_step(m, d, nstep=at - step)
                 step = at
-            self.ctrl[:] = ctrl
+            self.ctrl_bytes[:] = ctrl
         if end > step:
             mujoco.mj_step(m, d, nstep=end - step)
         self.step = end
@@ -322,8 +327,6 @@ class _Run:
         """Turn what the physics did into the symptom an operator would log."""
         if self.failure is not None:
             return
-        a = self.ids.obj_qpos
-        obj = (q[a], q[a + 1], q[a + 2])
         if self.badqvel.number > 0:
             # The object was squeezed out so violently that the solver gave up: in the real
             # cell it flies off the table. MuJoCo has reset the state, so stop here.
@@ -331,17 +334,22 @@ class _Run:
         elif self._crashed(q, f):
             self.failure = (t, "collision")
         elif phase == _TRANSPORT and not self.holding:
-            if obj[2] > self.obj_z0 + 0.08:
+            if q[self.ids.obj_qpos + 2] > self.obj_z0 + 0.08:
                 self.holding = True
             else:
                 self.failure = (t, "missed_pick")
         elif self.holding and phase in (_TRANSPORT, _LOWER):
-            if math.dist(obj, _pad(q)) > 0.08:
+            if math.dist(self._obj(q), _pad(q)) > 0.08:
                 self.failure = (t, "dropped_object")
         elif phase == _DONE and self.done_at is None:
             self.done_at = t
-        elif self.done_at is not None and t >= self.done_at + _SETTLE_S and not _in_bin(obj):
+        elif (self.done_at is not None and t >= self.done_at + _SETTLE_S
+              and not _in_bin(self._obj(q))):
             self.failure = (t, "dropped_object")
+
+    def _obj(self, q: list[float]) -> tuple[float, float, float]:
+        a = self.ids.obj_qpos
+        return (q[a], q[a + 1], q[a + 2])
 
     def _crashed(self, q: list[float], f: list[float]) -> bool:
         if max(abs(f[0]), abs(f[1]), abs(f[2])) > _DRIVE_LIMIT_N:
@@ -364,8 +372,9 @@ class _Run:
         return self.done_at is not None and t >= self.done_at + _SETTLE_S + 0.02
 
     def _sample(self, cmd: Command, frame: Frame, latency: float, q: list[float],
-                v: list[float], f: list[float]) -> tuple[float, ...]:
+                f: list[float]) -> tuple[float, ...]:
         """One telemetry row, in the order of ``telemetry.CHANNELS``."""
+        v = self.qvel.tolist()
         o = self.ids.obj_dof
         slip = math.dist(v[o:o + 3], v[:3]) if cmd.grip > 0.5 else 0.0
         row = (
