@@ -224,9 +224,10 @@ def _place_object(data: mujoco.MjData, ids: _Ids, obj_type: str, init: InitState
 class _Run:
     """The loop of one episode: latency pipeline, physics, failure monitor, recording.
 
-    The state the loop reads every tick is copied out of MuJoCo once per tick as plain
-    floats (``q``, ``v``, ``f``): per-tick numpy calls on 3-vectors cost more than the
-    arithmetic they do, and the arithmetic is the same IEEE arithmetic either way.
+    The state the loop reads is copied out of MuJoCo once per tick as plain floats
+    (``q`` positions, ``f`` actuator forces; velocities only for a sample): per-tick numpy
+    calls on 3-vectors cost more than the arithmetic they do, which is the same IEEE
+    arithmetic either way.
     """
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, ids: _Ids,
