@@ -312,16 +312,17 @@ class _Run:
 
     def _physics(self) -> None:
         """Step through one control tick, applying each queued command when it is due."""
+        # nstep goes positionally: as a keyword it costs the binding a string match per call.
         m, d, pending, step = self.m, self.d, self.pending, self.step
         end = step + _SUBSTEPS
         while pending and pending[0][0] < end:
             at, ctrl = pending.popleft()
             if at > step:
-                mujoco.mj_step(m, d, nstep=at - step)
+                mujoco.mj_step(m, d, at - step)
                 step = at
             self.ctrl_bytes[:] = ctrl
         if end > step:
-            mujoco.mj_step(m, d, nstep=end - step)
+            mujoco.mj_step(m, d, end - step)
         self.step = end
 
     def _monitor(self, t: float, phase: Phase, q: list[float], f: list[float]) -> None:
