@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,25 +50,39 @@ class Phase(IntEnum):
     DONE = 9
 
 
-@dataclass(frozen=True)
-class Command:
+# Python 3.11 serves each enum member through a descriptor call: the per-tick code
+# compares against these plain references instead.
+_PERCEIVE, _APPROACH, _DESCEND, _CLOSE, _LIFT = (
+    Phase.PERCEIVE, Phase.APPROACH, Phase.DESCEND, Phase.CLOSE, Phase.LIFT)
+_TRANSPORT, _LOWER, _RELEASE, _RETREAT, _DONE = (
+    Phase.TRANSPORT, Phase.LOWER, Phase.RELEASE, Phase.RETREAT, Phase.DONE)
+
+
+class Command(NamedTuple):
     """One control message: axis velocities (m/s) and grip (1 close, 0 open)."""
 
     vel: tuple[float, float, float]
     grip: float
 
 
+Vec3 = tuple[float, float, float]
+
+
 @dataclass
 class Controller:
-    """The policy for one episode; ``planned_type`` is the class it plans the grasp for."""
+    """The policy for one episode; ``planned_type`` is the class it plans the grasp for.
+
+    It computes in plain floats: it runs every control tick, where numpy's per-call cost
+    on 3-vectors would outweigh the arithmetic (which is the same IEEE arithmetic either way).
+    """
 
     planned_type: str
     dt: float
     phase: Phase = Phase.PERCEIVE
     _t_phase: float = 0.0
     _estimates: list[tuple[float, float]] = field(default_factory=list)
-    _target: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    _vel: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    _target: Vec3 = (0.0, 0.0, 0.0)
+    _vel: Vec3 = (0.0, 0.0, 0.0)
     _grip: float = 0.0
 
     @property
@@ -75,49 +90,69 @@ class Controller:
         """Pad-centre height it grasps at: the planned object's centre, above the table."""
         return max(CATALOGUE[self.planned_type].half_height, _MIN_GRASP_Z)
 
-    def step(self, pad: np.ndarray, frame: Frame | None) -> Command:
+    def step(self, pad: Vec3, frame: Frame | None) -> Command:
         """Advance one control tick from the measured pad position and the latest frame."""
         self._t_phase += self.dt
-        if frame is not None and frame.confidence >= _CONF_MIN and self.phase == Phase.PERCEIVE:
+        if frame is not None and frame.confidence >= _CONF_MIN and self.phase == _PERCEIVE:
             self._estimates.append(frame.estimate_xy)
         self._advance(pad)
-        err = self._target - pad
-        # Brake-in-time profile far away, a P law near the waypoint: fast and stable.
-        speed = np.minimum(np.minimum(_KP * np.abs(err), np.sqrt(2.0 * _ADEC * np.abs(err))), _VMAX)
-        want = np.sign(err) * speed if self.phase != Phase.PERCEIVE else np.zeros(3)
+        moving = self.phase != _PERCEIVE
         step = _AMAX * self.dt
-        self._vel = self._vel + np.clip(want - self._vel, -step, step)
-        v = self._vel
-        return Command((float(v[0]), float(v[1]), float(v[2])), self._grip)
+        (tx, ty, tz), (px, py, pz), (vx, vy, vz) = self._target, pad, self._vel
+        self._vel = (_axis_vel(tx - px, vx, step, moving), _axis_vel(ty - py, vy, step, moving),
+                     _axis_vel(tz - pz, vz, step, moving))
+        return Command(self._vel, self._grip)
 
-    def _advance(self, pad: np.ndarray) -> None:
+    def _advance(self, pad: Vec3) -> None:
         reached = math.dist(self._target, pad) < _TOL
         p = self.phase
-        if p == Phase.PERCEIVE:
-            self._target = pad.copy()
+        if p == _PERCEIVE:
+            self._target = pad
             if self._t_phase >= _PERCEIVE_S and self._estimates:
-                x, y = np.mean(np.asarray(self._estimates), axis=0)
-                self._go(Phase.APPROACH, (x, y, _HOVER_Z))
-        elif p == Phase.APPROACH and reached:
-            self._go(Phase.DESCEND, (self._target[0], self._target[1], self.grasp_z))
-        elif p == Phase.DESCEND and reached:
+                x, y = np.mean(np.asarray(self._estimates), axis=0).tolist()
+                self._go(_APPROACH, (x, y, _HOVER_Z))
+        elif p == _APPROACH and reached:
+            self._go(_DESCEND, (self._target[0], self._target[1], self.grasp_z))
+        elif p == _DESCEND and reached:
             self._grip = 1.0
-            self._go(Phase.CLOSE, tuple(self._target))
-        elif p == Phase.CLOSE and self._t_phase >= _CLOSE_S:
-            self._go(Phase.LIFT, (self._target[0], self._target[1], _CARRY_Z))
-        elif p == Phase.LIFT and reached:
-            self._go(Phase.TRANSPORT, (BIN_CENTER[0], BIN_CENTER[1], _CARRY_Z))
-        elif p == Phase.TRANSPORT and reached:
-            self._go(Phase.LOWER, (BIN_CENTER[0], BIN_CENTER[1], self.grasp_z + 0.03))
-        elif p == Phase.LOWER and reached:
+            self._go(_CLOSE, self._target)
+        elif p == _CLOSE and self._t_phase >= _CLOSE_S:
+            self._go(_LIFT, (self._target[0], self._target[1], _CARRY_Z))
+        elif p == _LIFT and reached:
+            self._go(_TRANSPORT, (BIN_CENTER[0], BIN_CENTER[1], _CARRY_Z))
+        elif p == _TRANSPORT and reached:
+            self._go(_LOWER, (BIN_CENTER[0], BIN_CENTER[1], self.grasp_z + 0.03))
+        elif p == _LOWER and reached:
             self._grip = 0.0
-            self._go(Phase.RELEASE, tuple(self._target))
-        elif p == Phase.RELEASE and self._t_phase >= _RELEASE_S:
-            self._go(Phase.RETREAT, (BIN_CENTER[0], BIN_CENTER[1], _HOVER_Z))
-        elif p == Phase.RETREAT and reached:
-            self._go(Phase.DONE, tuple(self._target))
+            self._go(_RELEASE, self._target)
+        elif p == _RELEASE and self._t_phase >= _RELEASE_S:
+            self._go(_RETREAT, (BIN_CENTER[0], BIN_CENTER[1], _HOVER_Z))
+        elif p == _RETREAT and reached:
+            self._go(_DONE, self._target)
 
-    def _go(self, phase: Phase, target: tuple[float, ...]) -> None:
+    def _go(self, phase: Phase, target: Vec3) -> None:
         self.phase = phase
         self._t_phase = 0.0
-        self._target = np.asarray(target, dtype=float)
+        self._target = target
+
+
+def _axis_vel(err: float, vel: float, step: float, moving: bool) -> float:
+    """One axis's next velocity command: towards ``err`` away, changing by at most ``step``."""
+    # Comparisons rather than min()/max() calls: this runs for three axes every tick.
+    want = 0.0
+    if moving:
+        dist = abs(err)
+        # Brake-in-time profile far away, a P law near the waypoint: fast and stable.
+        speed = _KP * dist
+        brake = math.sqrt(2.0 * _ADEC * dist)
+        if brake < speed:
+            speed = brake
+        if speed > _VMAX:
+            speed = _VMAX
+        want = speed if err > 0.0 else -speed if err < 0.0 else 0.0
+    change = want - vel
+    if change < -step:
+        change = -step
+    elif change > step:
+        change = step
+    return vel + change

@@ -198,6 +198,7 @@ def _signal_parts(results: Sequence[EpisodeResult]) -> list[pa.Table]:
 
 
 def _conform(table: pa.Table) -> pa.Table:
-    cols = [table[name] if name in table.column_names else pa.nulls(table.num_rows, field.type)
+    present = set(table.column_names)  # built anew by every call: once, not per column
+    cols = [table[name] if name in present else pa.nulls(table.num_rows, field.type)
             for name, field in zip(_SIGNAL_SCHEMA.names, _SIGNAL_SCHEMA, strict=True)]
     return pa.Table.from_arrays(cols, schema=_SIGNAL_SCHEMA)

@@ -8,7 +8,8 @@ it does not average away) plus per-frame noise; both grow as the light dims, wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,8 +22,7 @@ _BIAS_SIGMA = 0.0025  # metres, at light 1, camera noise 1, no clutter
 _UNKNOWN_BIAS = 0.006  # extra bias for an object class the detector never saw
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """One detector output: what the controller may use and what telemetry records."""
 
     confidence: float
@@ -55,22 +55,29 @@ class Detector:
         if not known:
             sigma += _UNKNOWN_BIAS
         self.frame_sigma = 0.5 * sigma
-        self.bias = rng.normal(0.0, sigma, size=2)
+        bias_x, bias_y = rng.normal(0.0, sigma, size=2).tolist()
+        self.bias = (bias_x, bias_y)
         # Logit of the detector's confidence: high in good light, lower with clutter and
         # unknown classes; a dim scene pushes it under the controller's threshold.
         self.conf_logit = 7.0 * (self.light - 0.32) - 0.5 * clutter - (1.5 if not known else 0.0)
 
-    def observe(self, true_xy: np.ndarray) -> Frame:
-        """One camera frame of the object lying at ``true_xy`` (metres)."""
-        est = true_xy + self.bias + self.rng.normal(0.0, self.frame_sigma, size=2)
-        logit = self.conf_logit + self.rng.normal(0.0, 0.4)
+    def observe(self, x: float, y: float) -> Frame:
+        """One camera frame of the object lying at (``x``, ``y``) (metres)."""
+        # One call for the frame's five standard normals, in plain floats: this runs every
+        # few control ticks. ``normal(0, s)`` is ``s`` times the next standard normal, so
+        # these are the draws of separate ``normal`` calls, in the same order.
+        z_x, z_y, z_logit, z_bright, z_contrast = self.rng.standard_normal(5).tolist()
+        est_x = x + self.bias[0] + self.frame_sigma * z_x
+        est_y = y + self.bias[1] + self.frame_sigma * z_y
+        logit = self.conf_logit + 0.4 * z_logit
         light = self.light
-        brightness = float(np.clip(0.5 * light + self.rng.normal(0.0, 0.015), 0.0, 1.0))
-        contrast = float(max(0.4 * light / (light + 0.25) + self.rng.normal(0.0, 0.01), 0.0))
+        brightness = min(max(0.5 * light + 0.015 * z_bright, 0.0), 1.0)
+        contrast = max(0.4 * light / (light + 0.25) + 0.01 * z_contrast, 0.0)
         return Frame(
-            confidence=float(1.0 / (1.0 + np.exp(-logit))),
-            estimate_xy=(float(est[0]), float(est[1])),
-            error_m=float(np.hypot(*(est - true_xy))),
+            confidence=1.0 / (1.0 + math.exp(-logit)),
+            estimate_xy=(est_x, est_y),
+            # numpy's hypot, not math's: they differ in the last bit now and then.
+            error_m=float(np.hypot(est_x - x, est_y - y)),
             brightness=brightness,
             contrast=contrast,
         )
