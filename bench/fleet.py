@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from sim2real.demo.synthetic import generate_world, standard_world, widened
 from sim2real.demo.synthetic.spec import WorldSpec
 
-__all__ = ["SIZES", "FleetSize", "fleet_spec", "generate_fleet"]
+__all__ = ["SIZES", "FleetSize", "decoded_estimate", "fleet_spec", "generate_fleet"]
 
 DATA = Path(__file__).parent / "data"
 
@@ -78,3 +78,12 @@ def disk_bytes(dataset: Path) -> int:
 def signal_rows(dataset: Path) -> int:
     """Rows of the signals table, from the Parquet footers only."""
     return sum(pq.ParquetFile(f).metadata.num_rows for f in (dataset / "signals").glob("*.parquet"))
+
+
+def decoded_estimate(dataset: Path) -> int:
+    """Bytes the signals take decoded, from the Parquet footers (uncompressed row groups)."""
+    total = 0
+    for f in (dataset / "signals").glob("*.parquet"):
+        meta = pq.ParquetFile(f).metadata
+        total += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    return total

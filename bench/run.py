@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.fleet import SIZES, disk_bytes, generate_fleet, signal_rows
+import psutil
+
+from bench.fleet import SIZES, decoded_estimate, disk_bytes, generate_fleet, signal_rows
 
 GIB = 1024**3
 
@@ -34,35 +36,45 @@ def measure_size(name: str, engine: str, with_report: bool) -> list[str]:
     start = time.perf_counter()
     dataset = generate_fleet(name)
     gen_s = time.perf_counter() - start
-    read = _job("read", str(dataset))
+    _job("stream", str(dataset))  # warm-up: every job below reads from the page cache
+    stream = _job("stream", str(dataset))
+    # read_table holds the whole decoded table: skipped where it would not fit in memory.
+    fits = decoded_estimate(dataset) < 0.5 * psutil.virtual_memory().total
+    read = _job("read", str(dataset)) if fits else None
     run = _job("analyze", str(dataset), engine, *([] if with_report else ["--no-report"]))
-    ratio = run["total_s"] / read["read_s"]
     lines = [
         f"### `{name}`: {size.n_real:,} real episodes, {size.n_sim:,} sim rollouts, "
         f"{size.n_samples} samples x {size.n_channels} channels",
         "",
         f"{run['failures']:,} failures; {signal_rows(dataset):,} signal rows, "
         f"{disk_bytes(dataset) / GIB:.2f} GiB on disk, "
-        f"{read['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
+        f"{stream['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
         "(0 s = already there). Engine: " + engine + ".",
         "",
-        "| stage | time (s) | peak PSS (GiB) |",
+        "| stage | time (s) | peak memory (GiB) |",
         "|---|---|---|",
     ]
     for stage, figures in run["stages"].items():
         peak = figures["peak_bytes"]
         peak_txt = "-" if peak != peak else f"{peak / GIB:.2f}"
         lines.append(f"| {stage} | {figures['s']:.1f} | {peak_txt} |")
+    lines.append(f"| **analyze, end to end** | **{run['total_s']:.1f}** | "
+                 f"**{run['peak_bytes'] / GIB:.2f}** |")
+    if read is not None:
+        lines.append(f"| one full `pyarrow.parquet.read_table(signals)` | {read['read_s']:.1f} "
+                     f"| {read['peak_bytes'] / GIB:.2f} |")
     lines += [
-        f"| **analyze, end to end** | **{run['total_s']:.1f}** | "
-        f"**{run['peak_bytes'] / GIB:.2f}** |",
-        f"| one full `pyarrow.parquet.read_table(signals)` | {read['read_s']:.1f} | "
-        f"{read['peak_bytes'] / GIB:.2f} |",
-        "",
-        f"End to end ratio (analyze / full read): **{ratio:.1f}** (target <= 3).",
+        f"| one full streamed read (`pyarrow.dataset(signals).to_batches()`) | "
+        f"{stream['read_s']:.1f} | {stream['peak_bytes'] / GIB:.2f} |",
         "",
     ]
-    return lines
+    ratios = []
+    if read is not None:
+        ratios.append(f"analyze / read_table **{run['total_s'] / read['read_s']:.1f}**")
+    else:
+        ratios.append("read_table not run (the decoded table would not fit in memory)")
+    ratios.append(f"analyze / streamed read **{run['total_s'] / stream['read_s']:.1f}**")
+    return [*lines, "End to end ratio (target <= 3): " + "; ".join(ratios) + ".", ""]
 
 
 def measure_matching(name: str) -> list[str]:

@@ -13,9 +13,13 @@ import pytest
 
 import sim2real
 from sim2real.dataset import Channel, load_dataset, write_dataset
+from sim2real.drift.compute import QuerySet, compare
 from sim2real.engine import LocalExecutor, make_executor
 from sim2real.errors import UsageError
-from sim2real.match.grid import build_grid
+from sim2real.match.context import ContextTable
+from sim2real.match.grid import SignalGrid, build_grid
+from sim2real.match.index import PREFILTER_MIN_ROLLOUTS
+from sim2real.match.matcher import RolloutBank, RolloutMatcher
 
 from ..conftest import ObjectStore, World
 
@@ -90,3 +94,31 @@ def test_ray_tasks_read_signal_shards_from_s3(ray: Any, s3: ObjectStore,
     grid = build_grid(remote, ids, ["x"], 0.1, 1.0, make_executor("ray"))
     np.testing.assert_array_equal(grid.values, expected.values)
     np.testing.assert_array_equal(grid.durations, expected.durations)
+
+
+def test_prefiltered_matching_is_the_same_on_every_engine(ray: Any) -> None:
+    """A bank large enough for the prefilter (its BLAS product must not depend on how many
+    threads the engine gives it): the same matches and comparisons here, in local worker
+    processes and in Ray tasks."""
+    rng = np.random.default_rng(1)
+    n = PREFILTER_MIN_ROLLOUTS + 500
+    grid = SignalGrid(tuple(f"s{i}" for i in range(n)), ("a", "b", "c"), 0.1,
+                      rng.normal(size=(n, 41, 3)).cumsum(axis=1).astype(np.float32),
+                      np.full(n, 4.0))
+    context = ContextTable(n, {"ctx.object": rng.choice(np.array(["box", "can"], dtype=object),
+                                                        size=n)},
+                           {"ctx.mass": rng.uniform(0.1, 2.0, size=n)})
+    bank = RolloutBank(grid, np.full(n, "pick", dtype=object), rng.random(n) < 0.3,
+                       np.where(rng.random(n) < 0.3, rng.uniform(1, 4, size=n), np.nan), context)
+    matcher = RolloutMatcher().fit(bank)
+    assert matcher.index_ is not None
+    rows = rng.choice(n, size=300, replace=False)
+    queries = QuerySet(grid, rows, bank.tasks[rows], rng.uniform(1.0, 4.0, size=300), 10.0,
+                       context.take(rows), exclude_self=True)
+    results = [compare(queries, [0, 1, 2], [], matcher, None, 4, executor)
+               for executor in (None, LocalExecutor(2), make_executor("ray"))]
+    for diffs, nearest in results[1:]:
+        assert nearest == results[0][1]
+        for d, e in zip(diffs, results[0][0], strict=True):
+            np.testing.assert_array_equal(d.diff, e.diff)
+            np.testing.assert_array_equal(d.spread, e.spread)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim2real.drift.signature import segment_means
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.matcher import RolloutBank, RolloutMatcher, window_times
@@ -125,6 +126,8 @@ class ParameterInference:
             raise ValueError(msg)
         rng = np.random.default_rng(self.seed)
         self.matcher_ = RolloutMatcher(self.n_references, self.n_points).fit(bank)
+        tasks, task_of = np.unique(bank.tasks.astype(str), return_inverse=True)
+        self.task_rows_ = {str(t): np.flatnonzero(task_of == k) for k, t in enumerate(tasks)}
         sample = bank.grid.values[_spread_rows(n)]
         self.log_ = _log_channels(sample)
         self.scale_ = _channel_scale(sample, self.log_)
@@ -209,7 +212,7 @@ class ParameterInference:
         slopes and makes the inversion overshoot beyond the range).
         """
         bank = self.matcher_.bank_
-        rows = np.flatnonzero(bank.tasks == w.tasks[i])
+        rows = self.task_rows_.get(str(w.tasks[i]), np.zeros(0, np.int64))
         if exclude is not None:
             rows = rows[rows != exclude]
         if rows.size == 0:
@@ -226,11 +229,7 @@ class ParameterInference:
         """``(k, n_segments, n_channels)`` segment means, scaled by the sim's spread."""
         x = np.asarray(windows, dtype=float)
         x = np.where(self.log_, np.log(np.maximum(x, 1e-12)), x)
-        parts = np.array_split(np.arange(x.shape[1]), self.n_segments)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            means = np.stack([np.nanmean(x[:, p], axis=1) for p in parts], axis=1)
-        return means / self.scale_
+        return segment_means(x, self.n_segments) / self.scale_
 
     def _cross_validate(self, d: np.ndarray, dp: np.ndarray, base: np.ndarray,
                         truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -169,6 +169,9 @@ def _chunks(queries: QuerySet, matcher: RolloutMatcher) -> list[tuple[int, ...]]
             for s in range(0, len(members), _CHUNK_GROUP)]
 
 
+# Queries compared with the real successes at once (bounds the interpolated windows).
+_SUCCESS_BLOCK = 128
+
 # With the prefilter, at most this many queries of one window group per work item (each
 # item builds its group's descriptors once; a multiple of the index's query block).
 _CHUNK_GROUP = 2048
@@ -333,14 +336,19 @@ def _against_successes(
     by_count: dict[int, list[int]] = {}
     for j, rows in enumerate(chosen):
         by_count.setdefault(rows.size, []).append(j)
-    for count, members in by_count.items():
-        rows = np.stack([chosen[j] for j in members]).reshape(len(members), count)
-        end = np.array([prepared[j][2] for j in members])[:, None]
-        length = np.array([prepared[j][3] for j in members])[:, None]
-        ends = np.minimum(end, reference.grid.durations[rows])
-        times = window_times(ends, length, n_points).reshape(rows.size, n_points)
-        refs = reference.grid.at(rows.ravel(), times).reshape(len(members), count, n_points, -1)
-        diffs = segment_diffs(windows[members], refs, job.n_segments)
-        for j, diff in zip(members, diffs, strict=True):
-            out[j] = diff
+    for count, same in by_count.items():
+        # Blocks of queries: 2,048 queries x 300 successes of interpolated windows would
+        # take over a gigabyte; each query's numbers do not depend on its block.
+        for start in range(0, len(same), _SUCCESS_BLOCK):
+            members = same[start : start + _SUCCESS_BLOCK]
+            rows = np.stack([chosen[j] for j in members]).reshape(len(members), count)
+            end = np.array([prepared[j][2] for j in members])[:, None]
+            length = np.array([prepared[j][3] for j in members])[:, None]
+            ends = np.minimum(end, reference.grid.durations[rows])
+            times = window_times(ends, length, n_points).reshape(rows.size, n_points)
+            refs = reference.grid.at(rows.ravel(), times).reshape(len(members), count,
+                                                                  n_points, -1)
+            diffs = segment_diffs(windows[members], refs, job.n_segments)
+            for j, diff in zip(members, diffs, strict=True):
+                out[j] = diff
     return out

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["SCORE_FAMILIES", "SIGNIFICANT", "DriftScorer", "SegmentDiff", "segment_diff",
-           "segment_diffs"]
+__all__ = [
+    "SCORE_FAMILIES",
+    "SIGNIFICANT",
+    "DriftScorer",
+    "SegmentDiff",
+    "segment_diff",
+    "segment_diffs",
+    "segment_means",
+]
 
 CHANNEL_FAMILIES = ("perception", "dynamics", "policy", "system")
 _MIN_RELATIVE_SPREAD = 0.1
@@ -66,8 +73,8 @@ def segment_diffs(windows: np.ndarray, references: np.ndarray,
             ``references[i]``.
     """
     m, k = references.shape[:2]
-    mine = _segment_means(windows, n_segments)
-    refs = _segment_means(references.reshape(m * k, *references.shape[2:]), n_segments)
+    mine = segment_means(windows, n_segments)
+    refs = segment_means(references.reshape(m * k, *references.shape[2:]), n_segments)
     refs = refs.reshape(m, k, *refs.shape[1:])
     with _quiet():
         centre = np.nanmean(refs, axis=1)
@@ -207,9 +214,10 @@ class DriftScorer:
         return float(np.max(family[present])) if present else 0.0
 
 
-def _segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
+def segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
     """``(n, n_points, c)`` -> ``(n, n_segments, c)`` means, NaN-aware, over the parts of
-    ``np.array_split``: one compiled pass instead of ``np.nanmean``'s copies and masks."""
+    ``np.array_split``: one compiled pass instead of ``np.nanmean``'s copies and masks
+    (whose numbers it gives where the channel axis is the innermost, ``c > 1``)."""
     sizes = [len(p) for p in np.array_split(np.arange(windows.shape[1]), n_segments)]
     return _nan_means(windows, np.cumsum([0, *sizes]))
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from sim2real.match.context import ContextTable
 
@@ -38,6 +39,8 @@ PREFILTER_MIN_ROLLOUTS = 2000
 
 # Queries whose approximate distances to a group's rollouts are computed together.
 _QUERY_BLOCK = 64
+
+_BLAS = ThreadpoolController()
 
 
 class CandidateQuery(NamedTuple):
@@ -157,8 +160,12 @@ class DescriptorIndex:
                  norms: np.ndarray) -> list[np.ndarray]:
         m = self.matcher_
         vecs = np.stack([self._query_vector(q) for q in block])
-        approx = (norms[None, :] - 2.0 * (vecs @ base.T)
-                  + np.einsum("ij,ij->i", vecs, vecs)[:, None])
+        # One BLAS thread: OpenBLAS sums a product in another order with more threads, so
+        # the candidates would depend on the machine's cores and on the engine (a Ray
+        # worker runs one thread, this process as many as there are cores).
+        with _BLAS.limit(limits=1, user_api="blas"):
+            products = vecs @ base.T
+        approx = norms[None, :] - 2.0 * products + np.einsum("ij,ij->i", vecs, vecs)[:, None]
         k = min(self.n_candidates, rows.size)
         found = []
         for j, q in enumerate(block):
