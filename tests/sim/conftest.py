@@ -16,9 +16,10 @@ from sim2real.demo import generate
 
 
 @pytest.fixture(scope="session")
-def demo(pytestconfig: pytest.Config) -> Demo:
-    # generate() reuses a folder holding the same seed, size and version.
-    root = pytestconfig.cache.mkdir("sim2real-demo-small") if pytestconfig.cache else None
-    assert root is not None
+def demo(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    # generate() reuses a folder holding the same seed, size and version; without pytest's
+    # cache (-p no:cacheprovider) the demo is generated once per session.
+    cache = pytestconfig.cache
+    root = cache.mkdir("sim2real-demo-small") if cache else tmp_path_factory.mktemp("demo")
     paths = generate(root, size="small", seed=0, workers=2, progress=False)
     return Demo(paths.dataset, json.loads(paths.answer_key.read_text()))
