@@ -41,6 +41,7 @@ _LOG_SPAN = 10.0
 _CLIP = 3.0
 _MAX_TRAIN = 4000
 _MAX_CANDIDATES = 2000
+_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -183,52 +184,74 @@ class ParameterInference:
         return a.T @ a + self.ridge * np.eye(a.shape[1])
 
     def _deviations(self, w: Windows, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
-        bank = self.matcher_.bank_
-        names = list(bank.grid.channels)
+        names = list(self.matcher_.bank_.grid.channels)
         cols = np.array([w.grid.channels.index(c) for c in names], dtype=np.int64)
+        refs = self._references(w, exclude_self)
         d = np.zeros((len(w.rows), self.n_segments * len(names)))
         base = np.full((len(w.rows), len(self.space_.names)), np.nan)
-        rng = np.random.default_rng(self.seed + 1)
-        for i, row in enumerate(w.rows):
-            refs = self._references(w, i, int(row) if exclude_self else None, rng)
-            if refs.size == 0:
-                continue
-            end = float(w.ends[i])
-            length = min(self.window_s, end) if end > 0 else self.window_s
-            times = window_times(np.array([end]), length, self.n_points)
-            window = w.grid.at(np.array([row]), times)[0][:, cols]
-            ref_times = window_times(bank.end_times(refs, end), length, self.n_points)
-            theirs = np.nanmean(self._segments(bank.grid.at(refs, ref_times)), axis=0)
-            d[i] = np.nan_to_num(self._segments(window[None])[0] - theirs).ravel()
-            base[i] = np.nanmean(self.space_.values[refs], axis=0)
+        found = np.flatnonzero([r.size > 0 for r in refs])
+        # Windows are read in chunks: one interpolation pass per chunk, bounded memory.
+        for chunk in np.array_split(found, max(1, -(-found.size // _CHUNK))):
+            if chunk.size:
+                d[chunk], base[chunk] = self._compare(w, chunk, [refs[i] for i in chunk], cols)
         return d, base
 
-    def _references(self, w: Windows, i: int, exclude: int | None,
-                    rng: np.random.Generator) -> np.ndarray:
-        """The rollouts of the same task nearest in *context only* (random among ties).
+    def _compare(self, w: Windows, idx: np.ndarray, refs: list[np.ndarray],
+                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Deviations of windows ``idx`` from the mean of their references, and the
+        references' mean parameters."""
+        bank = self.matcher_.bank_
+        ends = np.asarray(w.ends[idx], dtype=float)
+        length = np.where(ends > 0, np.minimum(self.window_s, ends), self.window_s)
+        times = window_times(ends, length, self.n_points)
+        mine = self._segments(w.grid.at(w.rows[idx], times)[:, :, cols])
+        flat = np.concatenate(refs)
+        owner = np.repeat(np.arange(idx.size), [r.size for r in refs])
+        ref_times = window_times(bank.end_times(flat, ends[owner]), length[owner],
+                                 self.n_points)
+        theirs = _group_means(self._segments(bank.grid.at(flat, ref_times)), owner)
+        d = np.nan_to_num(mine - theirs).reshape(idx.size, -1)
+        return d, _group_means(self.space_.values[flat], owner)
+
+    def _references(self, w: Windows, exclude_self: bool) -> list[np.ndarray]:
+        """Per window, the rollouts of the same task nearest in *context only* (random
+        among ties), without the window's own rollout where ``exclude_self``.
 
         Never near in telemetry: rollouts picked for looking alike would hide the very
         parameter effects the forward model must learn (a selection bias that flattens its
         slopes and makes the inversion overshoot beyond the range).
         """
         bank = self.matcher_.bank_
-        rows = self.task_rows_.get(str(w.tasks[i]), np.zeros(0, np.int64))
-        if exclude is not None:
-            rows = rows[rows != exclude]
-        if rows.size == 0:
-            return rows
-        if rows.size > _MAX_CANDIDATES:
-            # The nearest in context among a random few thousand are as near as any: the
-            # context has few values, and a scan of a fleet-size bank per window is not.
-            rows = np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
-        dist = w.context.distance(i, bank.context.take(rows), self.matcher_.numeric_scale_)
-        order = np.lexsort((rng.random(rows.size), dist))
-        return rows[order[: self.n_references]]
+        rng = np.random.default_rng(self.seed + 1)
+        tasks = np.asarray(w.tasks, dtype=str)
+        out = [np.zeros(0, np.int64)] * len(w.rows)
+        for task in np.unique(tasks):
+            members = np.flatnonzero(tasks == task)
+            candidates = self.task_rows_.get(str(task), np.zeros(0, np.int64))
+            if candidates.size == 0:
+                continue
+            for block in np.array_split(members, -(-members.size // _CHUNK)):
+                rows = candidates
+                if rows.size > _MAX_CANDIDATES:
+                    # The nearest in context among a random few thousand are as near as
+                    # any: a scan of a fleet-size bank per window would cost its square.
+                    rows = np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
+                dist = w.context.take(block).distances(bank.context.take(rows),
+                                                       self.matcher_.numeric_scale_)
+                if exclude_self:
+                    dist[w.rows[block][:, None] == rows[None, :]] = np.inf
+                picked = _nearest(dist, self.n_references, rng)
+                for j, i in enumerate(block):
+                    cols = picked[j][np.isfinite(dist[j, picked[j]])]
+                    out[i] = rows[cols]
+        return out
 
     def _segments(self, windows: np.ndarray) -> np.ndarray:
-        """``(k, n_segments, n_channels)`` segment means, scaled by the sim's spread."""
+        """``(k, n_segments, n_channels)`` segment means, scaled by the sim's spread; the
+        windows are scratch (their log channels are overwritten)."""
         x = np.asarray(windows, dtype=float)
-        x = np.where(self.log_, np.log(np.maximum(x, 1e-12)), x)
+        if self.log_.any():  # in place, on the log channels only: windows is scratch
+            x[..., self.log_] = np.log(np.maximum(x[..., self.log_], 1e-12))
         return segment_means(x, self.n_segments) / self.scale_
 
     def _cross_validate(self, d: np.ndarray, dp: np.ndarray, base: np.ndarray,
@@ -253,6 +276,27 @@ class ParameterInference:
                 r = float(np.corrcoef(pred[ok, j], truth[ok, j])[0, 1])
                 out[j] = max(r, 0.0) ** 2
         return out
+
+
+def _nearest(dist: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n, min(k, m))`` columns of the ``k`` smallest of each row of ``dist`` ``(n, m)``,
+    drawn at random among the values tied at the cut."""
+    if dist.shape[1] <= k:
+        return np.tile(np.arange(dist.shape[1]), (dist.shape[0], 1))
+    cut = np.partition(dist, k - 1, axis=1)[:, k - 1 : k]
+    # Below the cut always, tied at it by a random draw, above it never.
+    key = np.where(dist < cut, -1.0, np.where(dist == cut, rng.random(dist.shape), 2.0))
+    return np.argpartition(key, k - 1, axis=1)[:, :k]
+
+
+def _group_means(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """NaN-aware means of ``values`` over runs of equal, sorted ``owner`` (each present)."""
+    starts = np.flatnonzero(np.r_[True, np.diff(owner) > 0])
+    finite = np.isfinite(values)
+    sums = np.add.reduceat(np.where(finite, values, 0.0), starts, axis=0)
+    counts = np.add.reduceat(finite.astype(np.int64), starts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / counts
 
 
 def _forward(dp: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +328,7 @@ def _spread_rows(n: int) -> np.ndarray:
 def _channel_scale(values: np.ndarray, log: np.ndarray) -> np.ndarray:
     """``(n_channels,)`` each channel's spread (in log space where ``log``)."""
     flat = values.reshape(-1, values.shape[-1]).astype(float)
-    flat = np.where(log, np.log(np.maximum(flat, 1e-12)), flat)
+    flat[:, log] = np.log(np.maximum(flat[:, log], 1e-12))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         scale = np.nanstd(flat, axis=0)

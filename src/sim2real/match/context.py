@@ -62,34 +62,40 @@ class ContextTable:
     def distance(
         self, row: int, other: ContextTable, numeric_scale: dict[str, float]
     ) -> np.ndarray:
-        """Mean squared context distance from ``self[row]`` to every row of ``other``.
+        """Mean squared context distance from ``self[row]`` to every row of ``other``
+        (see :meth:`distances`)."""
+        return self.take(np.array([row])).distances(other, numeric_scale)[0]
+
+    def distances(self, other: ContextTable, numeric_scale: dict[str, float]) -> np.ndarray:
+        """``(self.size, other.size)`` mean squared context distances.
 
         A categorical mismatch counts 1, a numeric difference its square in units of
-        ``numeric_scale``; missing values count 0.
+        ``numeric_scale``; the mean is over the columns a row of ``self`` has, and a value
+        ``other`` lacks counts 0.
         """
-        total = np.zeros(other.size)
-        count = 0
+        total = np.zeros((self.size, other.size))
+        count = np.zeros((self.size, 1))
         encoded = "_codes" in other.__dict__ or other.size >= _ENCODE_MIN_ROWS
         for name, values in self.categorical.items():
-            mine = values[row]
-            if mine is None or name not in other.categorical:
+            if name not in other.categorical:
                 continue
+            present = np.array([v is not None for v in values], dtype=bool)[:, None]
             if encoded:
                 codes, vocabulary = other._codes[name]
-                total += codes != vocabulary.get(mine, -2)
+                mine = np.array([vocabulary.get(v, -2) for v in values], dtype=np.int64)
+                total += present & (codes[None, :] != mine[:, None])
             else:
-                total += other.categorical[name] != mine
-            count += 1
+                total += present & (other.categorical[name][None, :] != values[:, None])
+            count += present
         for name, values in self.numeric.items():
-            mine = values[row]
-            if not np.isfinite(mine) or name not in other.numeric:
+            if name not in other.numeric:
                 continue
-            diff = (other.numeric[name] - mine) / numeric_scale.get(name, 1.0)
+            present = np.isfinite(values)[:, None]
+            diff = (other.numeric[name][None, :] - values[:, None]) / numeric_scale.get(name, 1.0)
             square = diff * diff
-            square[np.isnan(square)] = 0.0  # a missing value counts 0
-            total += square
-            count += 1
-        return total / count if count else total
+            total += np.where(present & ~np.isnan(square), square, 0.0)
+            count += present
+        return total / np.maximum(count, 1)
 
 
 def context_table(episodes: pa.Table) -> ContextTable:

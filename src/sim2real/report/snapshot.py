@@ -18,7 +18,6 @@ and ``validation.html``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -52,8 +51,8 @@ class Report:
     traces: pa.Table
 
     def to_json(self) -> str:
-        """The ``report.json`` text: stable key order, so runs diff cleanly."""
-        return json.dumps(self.model.model_dump(mode="json"), indent=2) + "\n"
+        """The ``report.json`` text (UTF-8): stable key order, so runs diff cleanly."""
+        return self.model.model_dump_json(indent=2) + "\n"
 
     def to_html(self) -> str:
         """The self-contained ``report.html`` page."""
@@ -70,10 +69,10 @@ class Report:
         """Write the run folder; nothing is left half-written if any part fails."""
         out = Path(out)
         with atomic_files(out) as stage:
-            (stage / REPORT_JSON).write_text(self.to_json())
+            (stage / REPORT_JSON).write_text(self.to_json(), encoding="utf-8")
             pq.write_table(self.signatures, stage / SIGNATURES)
             pq.write_table(self.traces, stage / TRACES)
-            (stage / REPORT_HTML).write_text(self.to_html())
+            (stage / REPORT_HTML).write_text(self.to_html(), encoding="utf-8")
         return out
 
     @classmethod
@@ -99,8 +98,8 @@ class Validation:
     model: ValidationModel
 
     def to_json(self) -> str:
-        """The ``validation.json`` text."""
-        return json.dumps(self.model.model_dump(mode="json"), indent=2) + "\n"
+        """The ``validation.json`` text (UTF-8)."""
+        return self.model.model_dump_json(indent=2) + "\n"
 
     def to_html(self) -> str:
         """The self-contained ``validation.html`` page."""
@@ -117,8 +116,8 @@ class Validation:
         """Write ``validation.json`` and ``validation.html`` into ``out``."""
         out = Path(out)
         with atomic_files(out) as stage:
-            (stage / VALIDATION_JSON).write_text(self.to_json())
-            (stage / VALIDATION_HTML).write_text(self.to_html())
+            (stage / VALIDATION_JSON).write_text(self.to_json(), encoding="utf-8")
+            (stage / VALIDATION_HTML).write_text(self.to_html(), encoding="utf-8")
         return out
 
     @classmethod
