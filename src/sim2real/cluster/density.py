@@ -242,8 +242,10 @@ class FailureClusterer:
     deviate the way a cluster does. An event left over by the density clustering joins
     the cluster along whose typical deviation (its members' median channel effects) it
     deviates further than ``1 - tail`` of the comparisons where no gap exists do; of
-    several, the one it passes by the widest margin. Events that deviate no more than
-    sim's own comparisons stay in no cluster.
+    several, the one it passes by the widest margin. An event in which no family deviates
+    must pass the stricter ``1 - faint_tail``: most such events are failures sim has too,
+    and each one wrongly attached dilutes a cause's cluster. Events that deviate no more
+    than that stay in no cluster.
 
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
@@ -253,15 +255,18 @@ class FailureClusterer:
             sample of this size; see :data:`SAMPLE_ABOVE`.
         seed: chooses that sample.
         tail: share of no-gap comparisons that would reach a cluster by that rule.
+        faint_tail: the same for events in which no family deviates.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
-                 sample_above: int = SAMPLE_ABOVE, seed: int = 0, tail: float = 0.05) -> None:
+                 sample_above: int = SAMPLE_ABOVE, seed: int = 0, tail: float = 0.05,
+                 faint_tail: float = 0.01) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
         self.seed = seed
         self.tail = tail
+        self.faint_tail = faint_tail
 
     def fit(self, space: FeatureSpace) -> FailureClusterer:
         """Cluster every group; sets ``labels_`` (cluster numbers unique across groups)."""
@@ -285,26 +290,33 @@ class FailureClusterer:
             self.models_[group] = (model, offset)
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
         self._fit_directions(space)
-        self.labels_ = self._attach_faint(space.effects, self.labels_)
+        self.labels_ = self._attach_faint(space, self.labels_)
         return self
 
     def _fit_directions(self, space: FeatureSpace) -> None:
-        """Each cluster's typical deviation (unit vector) and the projection onto it that
-        only ``tail`` of the no-gap comparisons exceed."""
+        """Each cluster's typical deviation (unit vector) and the projections onto it that
+        only ``tail`` and ``faint_tail`` of the no-gap comparisons exceed."""
         ids = sorted(set(self.labels_.tolist()) - {-1})
         self.directions_ = _unit(np.stack(
             [np.median(space.effects[self.labels_ == c], axis=0) for c in ids]
         ) if ids else np.zeros((0, space.effects.shape[1])))
         self.direction_ids_ = np.array(ids, dtype=int)
-        self.thresholds_ = (np.quantile(space.null @ self.directions_.T, 1.0 - self.tail, axis=0)
-                            if ids and len(space.null) else np.full(len(ids), np.inf))
+        if ids and len(space.null):
+            quantiles = np.quantile(space.null @ self.directions_.T,
+                                    [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
+            self.thresholds_, self.faint_thresholds_ = quantiles[0], quantiles[1]
+        else:
+            self.thresholds_ = self.faint_thresholds_ = np.full(len(ids), np.inf)
 
-    def _attach_faint(self, effects: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def _attach_faint(self, space: FeatureSpace, labels: np.ndarray) -> np.ndarray:
         """``labels`` with the leftover events attached by the rule of the class docstring."""
         left = labels < 0
         if not left.any() or self.direction_ids_.size == 0:
             return labels
-        margin = (effects[left] @ self.directions_.T) / np.maximum(self.thresholds_, 1e-12)
+        groups = space.groups[left][:, None]
+        faint = groups == "unexplained"
+        threshold = np.where(faint, self.faint_thresholds_[None, :], self.thresholds_[None, :])
+        margin = (space.effects[left] @ self.directions_.T) / np.maximum(threshold, 1e-12)
         best = margin.argmax(axis=1)
         passed = margin[np.arange(len(best)), best] > 1.0
         out = labels.copy()
@@ -320,7 +332,7 @@ class FailureClusterer:
                 continue
             found = model.predict(space.values[np.ix_(rows, space.columns[group])])
             out[rows] = np.where(found >= 0, found + offset, -1)
-        return self._attach_faint(space.effects, out)
+        return self._attach_faint(space, out)
 
 
 # Clusters of one group whose mean deviations point the same way (cosine at least this)

@@ -44,11 +44,12 @@ def label_cluster(
     """Label the events ``rows`` of ``sig`` as one cluster.
 
     The rule a careful engineer would follow: unseen context first (nothing else can be
-    trusted where sim never went); otherwise, among the families that deviate, the one that
-    deviates first in the window (a perception error precedes the dynamics it causes, a
-    latency spike the tracking error), infrastructure first on a tie, then the larger. No
-    family beyond sim's own variability: unexplained (or infrastructure, when the events
-    run under a suspicious ``sys.*`` value).
+    trusted where sim never went); otherwise infrastructure when its deviation is at least
+    half the largest (a latency spike drives a larger tracking error), then of perception
+    and dynamics the one that deviates first in the window, perception on a tie (a
+    perception error precedes the dynamics it causes). No family beyond sim's own
+    variability: unexplained (or infrastructure, when the events run under a suspicious
+    ``sys.*`` value).
     """
     per_event = event_families(sig, rows)
     medians = np.median(sig.family_scores[rows], axis=0)
@@ -90,9 +91,8 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
         return _FAMILY_TAXONOMY["system"] if sys_evidence >= SIGNIFICANT else "unexplained"
     if "system" in deviating and deviating["system"] >= 0.5 * max(deviating.values()):
         return _FAMILY_TAXONOMY["system"]
-    both = "perception" in deviating and "dynamics" in deviating
-    if both and first["perception"] != first["dynamics"]:
-        winner = "perception" if first["perception"] < first["dynamics"] else "dynamics"
+    if "perception" in deviating and "dynamics" in deviating:
+        winner = "perception" if first["perception"] <= first["dynamics"] else "dynamics"
         return _FAMILY_TAXONOMY[winner]
     physical = {f: v for f, v in deviating.items() if f != "system"}
     return _FAMILY_TAXONOMY[max(physical, key=physical.__getitem__)]
