@@ -1,7 +1,7 @@
 """``make bench``: generate the fleets, measure every stage, print the tables of README.md.
 
 Usage: ``python -m bench.run [--sizes s,m] [--engine local] [--no-matching]
-[--no-clustering] [--with-report] [--out bench/results/RESULTS.md]``. Each measurement
+[--no-clustering] [--no-report] [--out bench/results/RESULTS.md]``. Each measurement
 runs in its own process (``bench.stages``) so that peak memory is that job's alone.
 """
 
@@ -116,14 +116,15 @@ def main() -> None:
     parser.add_argument("--no-clustering", action="store_true")
     parser.add_argument("--clustering-sizes", default="100000,1000000")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--with-report", action="store_true",
-                        help="also time the report (parameter attribution: slow at scale)")
+    parser.add_argument("--no-report", action="store_true",
+                        help="stop analyze after the diagnosis (leave out the report's "
+                             "parameter attribution and rendering)")
     args = parser.parse_args()
     stamp = time.strftime("%Y-%m-%d %H:%M")
     lines = [f"## Fleet scale, {stamp}, Python {platform.python_version()}, "
              f"{platform.machine()}", "", f"`{' '.join(sys.argv)}`", ""]
     for name in args.sizes.split(","):
-        lines += measure_size(name, args.engine, args.with_report)
+        lines += measure_size(name, args.engine, not args.no_report)
         print("\n".join(lines), flush=True)
     if not args.no_matching:
         lines += measure_matching(args.sizes.split(",")[0])

@@ -48,6 +48,8 @@ class AnalysisConfig:
         null_samples: sim rollouts (and real successes) matched against their own kind to
             calibrate the scores.
         reference_successes: real successes per task kept to compare channels sim lacks.
+        baseline_successes: real successes of the analysed deployments read with the
+            failures: the parameter attribution's baseline.
         min_cluster_size: smallest cluster; ``None`` scales with the number of failures.
         seed: every random choice derives from it.
     """
@@ -58,6 +60,7 @@ class AnalysisConfig:
     window_s: float = 10.0
     null_samples: int = 300
     reference_successes: int = 300
+    baseline_successes: int = 200
     min_cluster_size: int | None = None
     seed: int = 0
 
@@ -102,7 +105,10 @@ class Diagnosis:
         features: the clustering space of the events.
         labels: ``(n_events,)`` cluster index per event, -1 for none.
         clusterer: fitted, to assign further events.
-        real_grid: the events on the shared time grid.
+        real_grid: the events on the shared time grid (rows in event order), then the
+            ``successes``.
+        successes: real successes of the analysed deployments, a seeded sample (see
+            :attr:`AnalysisConfig.baseline_successes`).
         ends: ``(n_events,)`` failure time of each event (its end where none was given).
         config: the settings used.
         deployments: the deployments analysed, in time order.
@@ -118,6 +124,7 @@ class Diagnosis:
     ends: np.ndarray
     config: AnalysisConfig
     deployments: tuple[str, ...]
+    successes: pa.Table
 
     @property
     def dataset(self) -> Dataset:
@@ -161,13 +168,27 @@ def diagnose(
     failures = real.filter(pc.equal(real["outcome"], "failure"))
     if failures.num_rows == 0:
         raise AnalysisError(f"{ds.root}: no real failures to analyse")
-    sig, grid, ends = score_failures(yardstick, failures, config, stages, executor)
+    successes = _baseline_successes(real, failures, config)
+    # Read with the failures: their rows share row groups, so they cost no second pass.
+    sig, grid, ends = score_failures(yardstick, failures, config, stages, executor,
+                                     also=successes["episode_id"].to_pylist())
     with stages.stage("cluster signatures", 1):
         features = signature_features(sig)
         clusterer = FailureClusterer(config.min_cluster_size).fit(features)
     analysed = tuple(d for d in ds.deployments if deployments is None or d in deployments)
     return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,
-                     ends, config, analysed)
+                     ends, config, analysed, successes)
+
+
+def _baseline_successes(real: pa.Table, failures: pa.Table, config: AnalysisConfig) -> pa.Table:
+    """A seeded sample of the real successes of the deployments the failures come from."""
+    deployments = sorted(set(failures["deployment"].to_pylist()))
+    ok = real.filter(pc.and_(pc.equal(real["outcome"], "success"),
+                             pc.is_in(real["deployment"], value_set=pa.array(deployments))))
+    rng = np.random.default_rng(config.seed)
+    keep = rng.choice(ok.num_rows, size=min(config.baseline_successes, ok.num_rows),
+                      replace=False)
+    return ok.take(pa.array(np.sort(keep)))
 
 
 def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.Table:
@@ -247,11 +268,12 @@ def fit_yardstick(
 
 def score_failures(
     yardstick: Yardstick, failures: pa.Table, config: AnalysisConfig, stages: Stages,
-    executor: Executor | None = None,
+    executor: Executor | None = None, also: Sequence[str] = (),
 ) -> tuple[Signatures, SignalGrid, np.ndarray]:
     """Match real failures to sim and compute their drift signatures.
 
     ``executor`` runs signal shards and chunks of failures; ``None`` runs them here.
+    ``also``: more episodes to read onto the grid in the same pass, after the failures.
 
     Returns:
         The signatures, the failures on the time grid, and their failure times.
@@ -259,10 +281,11 @@ def score_failures(
     ds = yardstick.dataset
     ids = failures["episode_id"].to_pylist()
     channels = list(yardstick.channels)
-    grid = build_grid(ds, ids, channels, yardstick.dt, _t_max(yardstick.durations, ids),
+    read = ids + list(also)
+    grid = build_grid(ds, read, channels, yardstick.dt, _t_max(yardstick.durations, read),
                       executor)
     ends = _floats(failures, "failure_time")
-    ends = np.where(np.isfinite(ends), ends, grid.durations)
+    ends = np.where(np.isfinite(ends), ends, grid.durations[: len(ids)])
     queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
                        config.window_s, context_table(failures))
     n_sim = yardstick.sim_channels

@@ -33,7 +33,7 @@ import numpy as np
 from sim2real.drift.signature import segment_means
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
-from sim2real.match.matcher import RolloutBank, RolloutMatcher, window_times
+from sim2real.match.matcher import RolloutBank, context_scale, window_times
 
 __all__ = ["ParamSpace", "ParameterInference", "Windows"]
 
@@ -126,7 +126,8 @@ class ParameterInference:
                    "rollouts; pass one row per bank rollout, in bank order")
             raise ValueError(msg)
         rng = np.random.default_rng(self.seed)
-        self.matcher_ = RolloutMatcher(self.n_references, self.n_points).fit(bank)
+        self.bank_ = bank
+        self.numeric_scale_ = context_scale(bank.context)
         tasks, task_of = np.unique(bank.tasks.astype(str), return_inverse=True)
         self.task_rows_ = {str(t): np.flatnonzero(task_of == k) for k, t in enumerate(tasks)}
         sample = bank.grid.values[_spread_rows(n)]
@@ -184,7 +185,7 @@ class ParameterInference:
         return a.T @ a + self.ridge * np.eye(a.shape[1])
 
     def _deviations(self, w: Windows, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
-        names = list(self.matcher_.bank_.grid.channels)
+        names = list(self.bank_.grid.channels)
         cols = np.array([w.grid.channels.index(c) for c in names], dtype=np.int64)
         refs = self._references(w, exclude_self)
         d = np.zeros((len(w.rows), self.n_segments * len(names)))
@@ -200,7 +201,7 @@ class ParameterInference:
                  cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Deviations of windows ``idx`` from the mean of their references, and the
         references' mean parameters."""
-        bank = self.matcher_.bank_
+        bank = self.bank_
         ends = np.asarray(w.ends[idx], dtype=float)
         length = np.where(ends > 0, np.minimum(self.window_s, ends), self.window_s)
         times = window_times(ends, length, self.n_points)
@@ -221,7 +222,7 @@ class ParameterInference:
         parameter effects the forward model must learn (a selection bias that flattens its
         slopes and makes the inversion overshoot beyond the range).
         """
-        bank = self.matcher_.bank_
+        bank = self.bank_
         rng = np.random.default_rng(self.seed + 1)
         tasks = np.asarray(w.tasks, dtype=str)
         out = [np.zeros(0, np.int64)] * len(w.rows)
@@ -237,7 +238,7 @@ class ParameterInference:
                     # any: a scan of a fleet-size bank per window would cost its square.
                     rows = np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
                 dist = w.context.take(block).distances(bank.context.take(rows),
-                                                       self.matcher_.numeric_scale_)
+                                                       self.numeric_scale_)
                 if exclude_self:
                     dist[w.rows[block][:, None] == rows[None, :]] = np.inf
                 picked = _nearest(dist, self.n_references, rng)

@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
 from sim2real.match.context import context_table
-from sim2real.match.grid import build_grid
 
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
@@ -31,7 +30,6 @@ IDENTIFIABLE = 0.2
 _Z_EDGE = 1.645  # one-sided 95 %: the estimate lies beyond an edge of the range
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
-_SUCCESSES = 200
 
 
 @dataclass(frozen=True)
@@ -212,26 +210,16 @@ def _space(diagnosis: Diagnosis) -> ParamSpace | None:
 def _successes(
     diagnosis: Diagnosis, inference: ParameterInference
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Whitened deviations and estimates of up to 200 real successes of the analysed
-    deployments, each read at a random point of its run (there is no failure time)."""
-    ds = diagnosis.dataset
-    deployments = sorted(set(diagnosis.events["deployment"].to_pylist()))
-    real = ds.episodes.filter(pc.and_(pc.equal(ds.episodes["source"], "real"),
-                                      pc.equal(ds.episodes["outcome"], "success")))
-    real = real.filter(pc.is_in(real["deployment"], value_set=pa.array(deployments)))
-    n_params = len(inference.space_.names)
+    """Whitened deviations and estimates of the diagnosis' baseline real successes, each
+    read at a random point of its run (there is no failure time)."""
+    real = diagnosis.successes
     if real.num_rows == 0:
+        n_params = len(inference.space_.names)
         return np.zeros((0, inference.coef_.shape[0])), np.zeros((0, n_params))
+    rows = diagnosis.events.num_rows + np.arange(real.num_rows)
     rng = np.random.default_rng(diagnosis.config.seed)
-    keep = np.sort(rng.choice(real.num_rows, size=min(_SUCCESSES, real.num_rows),
-                              replace=False))
-    real = real.take(pa.array(keep))
-    ids = real["episode_id"].to_pylist()
-    channels = list(inference.matcher_.bank_.grid.channels)
-    t_max = max(diagnosis.yardstick.durations.get(e, 0.0) for e in ids)
-    grid = build_grid(ds, ids, channels, diagnosis.yardstick.dt, t_max)
-    ends = grid.durations * rng.uniform(0.3, 1.0, size=len(ids))
-    windows = Windows(grid, np.arange(len(ids)), ends, _strings(real, "task"),
+    ends = diagnosis.real_grid.durations[rows] * rng.uniform(0.3, 1.0, size=rows.size)
+    windows = Windows(diagnosis.real_grid, rows, ends, _strings(real, "task"),
                       context_table(real))
     whitened, base = inference.deviations(windows)
     return whitened, base + inference.correct(whitened) * inference.space_.spread

@@ -12,7 +12,8 @@ from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, DescriptorIndex
 
-__all__ = ["Match", "RolloutBank", "RolloutMatcher", "family_weights", "window_times"]
+__all__ = ["Match", "RolloutBank", "RolloutMatcher", "context_scale", "family_weights",
+           "window_times"]
 
 # Candidate values (rollouts x points x channels) interpolated at once when scoring a
 # block of queries: ~16 MB of float32, a few times that in float64 temporaries.
@@ -115,9 +116,7 @@ class RolloutMatcher:
         self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
         self.weights_ = family_weights(bank.families, bank.grid.values.shape[-1])
         self.initial_ = bank.grid.values[:, 0, :]
-        self.numeric_scale_ = {
-            k: float(np.nanstd(v)) or 1.0 for k, v in bank.context.numeric.items()
-        }
+        self.numeric_scale_ = context_scale(bank.context)
         self.bank_ = bank
         # Only a bank with a large task gets the prefilter; smaller ones keep the exact scan.
         tasks, per_task = np.unique(bank.tasks.astype(str), return_counts=True)
@@ -235,6 +234,11 @@ class RolloutMatcher:
             nearest = np.argsort(total, kind="stable")[:k]
             matches.append(Match(rows[i][nearest], total[nearest], found[i][nearest]))
         return matches
+
+
+def context_scale(context: ContextTable) -> dict[str, float]:
+    """Each numeric context column's spread over the rollouts (1 where it has none)."""
+    return {k: float(np.nanstd(v)) or 1.0 for k, v in context.numeric.items()}
 
 
 def family_weights(families: tuple[str, ...], n_channels: int) -> np.ndarray:
