@@ -3,7 +3,7 @@
 They reuse the demo's synthetic telemetry model (:mod:`sim2real.demo.synthetic`: the
 standard world widened to the issue's channel count), with the real/sim episode counts and
 sample rate set to the sizes of the benchmark. Failures are whatever share the world's causes
-and background produce (about 10 %), not a fixed count.
+and background produce (about 16 %), not a fixed count.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 from sim2real.demo.synthetic import generate_world, standard_world, widened
 from sim2real.demo.synthetic.spec import WorldSpec
 
-__all__ = ["SIZES", "FleetSize", "decoded_estimate", "fleet_spec", "generate_fleet"]
+__all__ = ["SIZES", "FleetSize", "decoded_estimate", "disk_estimate", "fleet_spec",
+           "generate_fleet"]
 
 DATA = Path(__file__).parent / "data"
 
@@ -53,16 +54,34 @@ def fleet_spec(size: FleetSize) -> tuple[WorldSpec, float]:
     return spec, scale
 
 
+# Bytes a (row, channel) value takes on disk, measured on s, m and l (3.9-4.0), plus margin.
+_DISK_BYTES_PER_VALUE = 4.4
+
+
+def disk_estimate(size: FleetSize) -> int:
+    """Bytes fleet ``size`` needs on disk (signals dominate)."""
+    values = (size.n_real + size.n_sim) * size.n_samples * size.n_channels
+    return int(values * _DISK_BYTES_PER_VALUE)
+
+
 def generate_fleet(name: str, root: Path = DATA, *, force: bool = False) -> Path:
     """Write fleet ``name`` under ``root/name`` (once; ``force`` rewrites it).
 
     Returns:
         The dataset folder.
+
+    Raises:
+        SystemExit: the disk holding ``root`` has too little free space for it.
     """
     out = root / name
     dataset = out / "dataset"
     if dataset.exists() and not force:
         return dataset
+    root.mkdir(parents=True, exist_ok=True)
+    need, free = disk_estimate(SIZES[name]), shutil.disk_usage(root).free
+    if need > free:
+        raise SystemExit(f"fleet {name} needs about {need / 1024**3:.1f} GiB of free disk in "
+                         f"{root}; {free / 1024**3:.1f} GiB free")
     if out.exists():
         shutil.rmtree(out)
     spec, scale = fleet_spec(SIZES[name])

@@ -18,7 +18,14 @@ from typing import Any
 
 import psutil
 
-from bench.fleet import SIZES, decoded_estimate, disk_bytes, generate_fleet, signal_rows
+from bench.fleet import (
+    SIZES,
+    decoded_estimate,
+    disk_bytes,
+    disk_estimate,
+    generate_fleet,
+    signal_rows,
+)
 
 GIB = 1024**3
 
@@ -47,7 +54,8 @@ def measure_size(name: str, engine: str, with_report: bool) -> list[str]:
         f"{size.n_samples} samples x {size.n_channels} channels",
         "",
         f"{run['failures']:,} failures; {signal_rows(dataset):,} signal rows, "
-        f"{disk_bytes(dataset) / GIB:.2f} GiB on disk, "
+        f"{disk_bytes(dataset) / GIB:.2f} GiB on disk (generating it checks for "
+        f"{disk_estimate(size) / GIB:.1f} GiB free), "
         f"{stream['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
         "(0 s = already there). Engine: " + engine + ".",
         "",
