@@ -242,10 +242,13 @@ class FailureClusterer:
     deviate the way a cluster does. An event left over by the density clustering joins
     the cluster along whose typical deviation (its members' median channel effects) it
     deviates further than ``1 - tail`` of the comparisons where no gap exists do; of
-    several, the one it passes by the widest margin. An event in which no family deviates
-    must pass the stricter ``1 - faint_tail``: most such events are failures sim has too,
-    and each one wrongly attached dilutes a cause's cluster. Events that deviate no more
-    than that stay in no cluster.
+    several, the one it passes by the widest margin. An event grouped by an upstream cause
+    (unseen context, or perception deviating first) joins only clusters of its own group:
+    what follows from a misperception or an unseen object (a drop, a collision) looks
+    like other clusters' symptoms. An event in which no family deviates must pass the
+    stricter ``1 - faint_tail``: most such events are failures sim has too, and each one
+    wrongly attached dilutes a cause's cluster. Events that deviate no more than that stay
+    in no cluster.
 
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
@@ -294,13 +297,16 @@ class FailureClusterer:
         return self
 
     def _fit_directions(self, space: FeatureSpace) -> None:
-        """Each cluster's typical deviation (unit vector) and the projections onto it that
-        only ``tail`` and ``faint_tail`` of the no-gap comparisons exceed."""
+        """Each cluster's typical deviation (unit vector), its group, and the projections
+        onto it that only ``tail`` and ``faint_tail`` of the no-gap comparisons exceed."""
         ids = sorted(set(self.labels_.tolist()) - {-1})
         self.directions_ = _unit(np.stack(
             [np.median(space.effects[self.labels_ == c], axis=0) for c in ids]
         ) if ids else np.zeros((0, space.effects.shape[1])))
         self.direction_ids_ = np.array(ids, dtype=int)
+        # Clusters form within one group, so any member names the cluster's group.
+        self.direction_groups_ = np.array(
+            [space.groups[np.argmax(self.labels_ == c)] for c in ids], dtype=object)
         if ids and len(space.null):
             quantiles = np.quantile(space.null @ self.directions_.T,
                                     [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
@@ -317,6 +323,8 @@ class FailureClusterer:
         faint = groups == "unexplained"
         threshold = np.where(faint, self.faint_thresholds_[None, :], self.thresholds_[None, :])
         margin = (space.effects[left] @ self.directions_.T) / np.maximum(threshold, 1e-12)
+        free = ~np.isin(groups, _UPSTREAM_GROUPS) | (groups == self.direction_groups_[None, :])
+        margin = np.where(free, margin, -np.inf)
         best = margin.argmax(axis=1)
         passed = margin[np.arange(len(best)), best] > 1.0
         out = labels.copy()
@@ -334,6 +342,10 @@ class FailureClusterer:
             out[rows] = np.where(found >= 0, found + offset, -1)
         return self._attach_faint(space, out)
 
+
+# Groups decided by what deviates first (or by context sim never saw): their events are
+# attached only to clusters of their own group.
+_UPSTREAM_GROUPS = ("perception_drift", "task_scope_overflow")
 
 # Clusters of one group whose mean deviations point the same way (cosine at least this)
 # are one cause seen at different strengths: early weeks of a dimming light move one
