@@ -30,11 +30,10 @@ def points(n: int, seed: int = 0) -> np.ndarray:
 
 
 def _clusterer() -> Any:
-    # The density clusterer of one feature group (private while the cluster stage's
-    # public API is being reshaped); older layouts exposed it as FailureClusterer.
-    from sim2real.cluster import density
+    # The density clusterer of one feature group: what HDBSCAN's cost is measured on.
+    from sim2real.cluster.density import _DensityClusterer
 
-    return getattr(density, "_DensityClusterer", density.FailureClusterer)
+    return _DensityClusterer
 
 
 def clustering(sizes: list[int]) -> dict[str, Any]:
