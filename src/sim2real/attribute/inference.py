@@ -128,8 +128,6 @@ class ParameterInference:
         rng = np.random.default_rng(self.seed)
         self.bank_ = bank
         self.numeric_scale_ = context_scale(bank.context)
-        tasks, task_of = np.unique(bank.tasks.astype(str), return_inverse=True)
-        self.task_rows_ = {str(t): np.flatnonzero(task_of == k) for k, t in enumerate(tasks)}
         sample = bank.grid.values[_spread_rows(n)]
         self.log_ = _log_channels(sample)
         self.scale_ = _channel_scale(sample, self.log_)
@@ -228,7 +226,7 @@ class ParameterInference:
         out = [np.zeros(0, np.int64)] * len(w.rows)
         for task in np.unique(tasks):
             members = np.flatnonzero(tasks == task)
-            candidates = self.task_rows_.get(str(task), np.zeros(0, np.int64))
+            candidates = bank.task_rows(str(task))
             if candidates.size == 0:
                 continue
             for block in np.array_split(members, -(-members.size // _CHUNK)):

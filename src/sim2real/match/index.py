@@ -95,7 +95,7 @@ class DescriptorIndex:
             key = (q.task, round(q.end / self.end_quantum), round(q.length / self.end_quantum))
             groups.setdefault(key, []).append(i)
         for (task, end_q, length_q), members in sorted(groups.items()):
-            rows = np.flatnonzero(self.matcher_.bank_.tasks == task)
+            rows = self.matcher_.bank_.task_rows(task)
             if rows.size == 0:
                 continue
             end, length = end_q * self.end_quantum, length_q * self.end_quantum

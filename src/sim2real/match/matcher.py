@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -50,6 +51,15 @@ class RolloutBank:
         dur = self.grid.durations[rows]
         own = np.where(np.isfinite(self.failure_time[rows]), self.failure_time[rows], dur)
         return np.where(self.failed[rows], own, np.minimum(query_end, dur))
+
+    def task_rows(self, task: str) -> np.ndarray:
+        """The rows of ``task``'s rollouts, ascending (none for a task sim never ran)."""
+        return self._task_rows.get(task, np.zeros(0, np.int64))
+
+    @cached_property
+    def _task_rows(self) -> dict[str, np.ndarray]:
+        tasks, task_of = np.unique(self.tasks.astype(str), return_inverse=True)
+        return {str(t): np.flatnonzero(task_of == k) for k, t in enumerate(tasks)}
 
 
 @dataclass(frozen=True)
@@ -174,13 +184,10 @@ class RolloutMatcher:
                 task).
         """
         bank = self.bank_
-        by_task: dict[str, np.ndarray] = {}
         rows_of = []
         for q, rows in zip(queries, candidates, strict=True):
             if rows is None:
-                if q.task not in by_task:
-                    by_task[q.task] = np.flatnonzero(bank.tasks == q.task)
-                rows = by_task[q.task]
+                rows = bank.task_rows(q.task)
             rows_of.append(rows if q.exclude is None else rows[rows != q.exclude])
         out: list[Match] = [None] * len(queries)  # type: ignore[list-item]
         by_size: dict[int, list[int]] = {}
