@@ -132,8 +132,9 @@ def main() -> None:
     lines = [f"## Fleet scale, {stamp}, Python {platform.python_version()}, "
              f"{platform.machine()}", "", f"`{' '.join(sys.argv)}`", ""]
     for name in args.sizes.split(","):
-        lines += measure_size(name, args.engine, not args.no_report)
-        print("\n".join(lines), flush=True)
+        block = measure_size(name, args.engine, not args.no_report)
+        lines += block
+        print("\n".join(block), flush=True)
     if not args.no_matching:
         lines += measure_matching(args.sizes.split(",")[0])
     if not args.no_clustering:
