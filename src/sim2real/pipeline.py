@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
+from sim2real.cluster.location import Fleet, fleet_of
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
@@ -33,6 +34,7 @@ __all__ = [
     "fit_yardstick",
     "real_episodes",
     "score_failures",
+    "sim_episodes",
 ]
 
 
@@ -112,6 +114,7 @@ class Diagnosis:
         ends: ``(n_events,)`` failure time of each event (its end where none was given).
         config: the settings used.
         deployments: the deployments analysed, in time order.
+        fleet: where the events happened, and what sim's failure rate predicts there.
     """
 
     yardstick: Yardstick
@@ -125,6 +128,7 @@ class Diagnosis:
     config: AnalysisConfig
     deployments: tuple[str, ...]
     successes: pa.Table
+    fleet: Fleet
 
     @property
     def dataset(self) -> Dataset:
@@ -172,12 +176,13 @@ def diagnose(
     # Read with the failures: their rows share row groups, so they cost no second pass.
     sig, grid, ends = score_failures(yardstick, failures, config, stages, executor,
                                      also=successes["episode_id"].to_pylist())
+    fleet = fleet_of(failures, real, sim_episodes(ds))
     with stages.stage("cluster signatures", 1):
         features = signature_features(sig)
-        clusterer = FailureClusterer(config.min_cluster_size).fit(features)
+        clusterer = FailureClusterer(config.min_cluster_size).fit(features, fleet)
     analysed = tuple(d for d in ds.deployments if deployments is None or d in deployments)
     return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,
-                     ends, config, analysed, successes)
+                     ends, config, analysed, successes, fleet)
 
 
 def _baseline_successes(real: pa.Table, failures: pa.Table, config: AnalysisConfig) -> pa.Table:
@@ -189,6 +194,11 @@ def _baseline_successes(real: pa.Table, failures: pa.Table, config: AnalysisConf
     keep = rng.choice(ok.num_rows, size=min(config.baseline_successes, ok.num_rows),
                       replace=False)
     return ok.take(pa.array(np.sort(keep)))
+
+
+def sim_episodes(ds: Dataset) -> pa.Table:
+    """The sim rollouts."""
+    return ds.episodes.filter(pc.equal(ds.episodes["source"], "sim"))
 
 
 def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.Table:
@@ -226,7 +236,7 @@ def fit_yardstick(
         AnalysisError: the dataset has no sim rollouts.
     """
     rng = np.random.default_rng(config.seed)
-    sim = ds.episodes.filter(pc.equal(ds.episodes["source"], "sim"))
+    sim = sim_episodes(ds)
     if sim.num_rows == 0:
         raise AnalysisError(f"{ds.root}: no sim episodes; matching needs simulation rollouts")
     successes = real.filter(pc.equal(real["outcome"], "success"))

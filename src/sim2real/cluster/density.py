@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.neighbors import NearestNeighbors
 
+from sim2real.cluster.location import Fleet, hot_places
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
@@ -250,6 +251,17 @@ class FailureClusterer:
     wrongly attached dilutes a cause's cluster. Events that deviate no more than that stay
     in no cluster.
 
+    Given the :class:`~sim2real.cluster.location.Fleet` (where each event happened), where
+    a cluster's failures concentrate counts too (see :mod:`sim2real.cluster.location`).
+    A cluster keeps its members only at places (robots, sites) where it has more failures
+    than sim's own failure rate explains (its hot places, at chance ``alpha``): elsewhere
+    they look like the cause but are no more than sim's own failures would be. An event
+    left in no cluster at a cluster's hot place joins it when it deviates along the
+    cluster's typical deviation further than ``1 - tail`` of the no-gap comparisons,
+    whatever its group: there the cause is the likelier explanation of a faint deviation.
+    Clusters of unseen context are exempt from both: sim, never having seen that context,
+    predicts none of their failures, and their members share a context, not a deviation.
+
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
             number of events (2 %, at least 5).
@@ -259,20 +271,27 @@ class FailureClusterer:
         seed: chooses that sample.
         tail: share of no-gap comparisons that would reach a cluster by that rule.
         faint_tail: the same for events in which no family deviates.
+        alpha: chance that sim-like failures alone make a place hot.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
                  sample_above: int = SAMPLE_ABOVE, seed: int = 0, tail: float = 0.05,
-                 faint_tail: float = 0.01) -> None:
+                 faint_tail: float = 0.01, alpha: float = 0.01) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
         self.seed = seed
         self.tail = tail
         self.faint_tail = faint_tail
+        self.alpha = alpha
 
-    def fit(self, space: FeatureSpace) -> FailureClusterer:
-        """Cluster every group; sets ``labels_`` (cluster numbers unique across groups)."""
+    def fit(self, space: FeatureSpace, fleet: Fleet | None = None) -> FailureClusterer:
+        """Cluster every group; sets ``labels_`` (cluster numbers unique across groups).
+
+        Args:
+            space: the events' features.
+            fleet: where the events happened; ``None``: the clustering ignores places.
+        """
         n = space.values.shape[0]
         size = self.min_cluster_size or max(5, round(0.02 * n))
         self.labels_ = np.full(n, -1)
@@ -293,7 +312,10 @@ class FailureClusterer:
             self.models_[group] = (model, offset)
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
         self._fit_directions(space)
-        self.labels_ = self._attach_faint(space, self.labels_)
+        labels = self._attach_faint(space, self.labels_)
+        located = self.direction_ids_[self.direction_groups_ != _CONTEXT_GROUP]
+        self.hot_ = hot_places(labels, fleet, located, self.alpha) if fleet else None
+        self.labels_ = self._place(space, labels, fleet)
         return self
 
     def _fit_directions(self, space: FeatureSpace) -> None:
@@ -331,8 +353,37 @@ class FailureClusterer:
         out[left] = np.where(passed, self.direction_ids_[best], -1)
         return out
 
-    def predict(self, space: FeatureSpace) -> np.ndarray:
-        """Assign new events to the fitted clusters of their group, -1 where none fits."""
+    def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None) -> np.ndarray:
+        """``labels`` with the places' rule of the class docstring applied."""
+        if fleet is None or self.hot_ is None:
+            return labels
+        placed = fleet.placed
+        ids = self.direction_ids_.tolist()
+        # Whether each event happened at a hot place of each cluster (never, for clusters
+        # of unseen context: they have no hot places).
+        at = np.zeros((len(labels), len(ids)), dtype=bool)
+        out = labels.copy()
+        for j, c in enumerate(ids):
+            if c in self.hot_:
+                at[:, j] = fleet.at(self.hot_[c])
+                out[(labels == c) & placed & ~at[:, j]] = -1
+        left = np.flatnonzero((out < 0) & placed)
+        if left.size == 0 or not ids:
+            return out
+        margin = (space.effects[left] @ self.directions_.T) \
+            / np.maximum(self.thresholds_, 1e-12)[None, :]
+        margin = np.where(at[left], margin, -np.inf)
+        best = margin.argmax(axis=1)
+        passed = margin[np.arange(left.size), best] > 1.0
+        out[left] = np.where(passed, self.direction_ids_[best], -1)
+        return out
+
+    def predict(self, space: FeatureSpace, fleet: Fleet | None = None) -> np.ndarray:
+        """Assign new events to the fitted clusters of their group, -1 where none fits.
+
+        Pass ``fleet`` (where the new events happened) to apply the places' rule with the
+        hot places learnt in :meth:`fit`.
+        """
         out = np.full(space.values.shape[0], -1)
         for group, (model, offset) in self.models_.items():
             rows = np.flatnonzero(space.groups == group)
@@ -340,12 +391,14 @@ class FailureClusterer:
                 continue
             found = model.predict(space.values[np.ix_(rows, space.columns[group])])
             out[rows] = np.where(found >= 0, found + offset, -1)
-        return self._attach_faint(space, out)
+        return self._place(space, self._attach_faint(space, out), fleet)
 
 
 # Groups decided by what deviates first (or by context sim never saw): their events are
 # attached only to clusters of their own group.
 _UPSTREAM_GROUPS = ("perception_drift", "task_scope_overflow")
+# Clusters of unseen context: no place's rule (see FailureClusterer).
+_CONTEXT_GROUP = "task_scope_overflow"
 
 # Clusters of one group whose mean deviations point the same way (cosine at least this)
 # are one cause seen at different strengths: early weeks of a dimming light move one

@@ -35,10 +35,18 @@ from statsmodels.stats.rates import power_poisson_ratio_2indep, test_poisson_2in
 from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.identity import assign_ids
+from sim2real.cluster.location import fleet_of
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
-from sim2real.pipeline import AnalysisConfig, Diagnosis, diagnose, real_episodes, score_failures
+from sim2real.pipeline import (
+    AnalysisConfig,
+    Diagnosis,
+    diagnose,
+    real_episodes,
+    score_failures,
+    sim_episodes,
+)
 from sim2real.report.build import find_clusters
 from sim2real.report.model import (
     RateSummary,
@@ -99,11 +107,12 @@ def validate(
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
     failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
-    base_labels = diagnosis.clusterer.predict(diagnosis.features)
+    base_labels = diagnosis.clusterer.predict(diagnosis.features, diagnosis.fleet)
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
         cand_features = signature_features(sig, like=diagnosis.features)
-        cand_labels = diagnosis.clusterer.predict(cand_features)
+        cand_fleet = fleet_of(failures, cand_real, sim_episodes(ds))
+        cand_labels = diagnosis.clusterer.predict(cand_features, cand_fleet)
     else:
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
         cand_labels = np.zeros(0, int)

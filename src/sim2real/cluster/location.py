@@ -1,0 +1,124 @@
+"""Where a cluster's failures concentrate, against what sim's own failure rate predicts there.
+
+Telemetry alone cannot tell every failure's cause: a gripper pad worn smooth drops an
+object the way a sim rollout with a bad grasp does. A fleet engineer then looks at where
+the failures happen. Robot r08 misses one pick in four where sim misses one in fifty: r08's
+missed picks are the worn pad's. A single missed pick of the same look on r06 is what sim
+predicts for r06's episodes: it says nothing about the pads. A place is a robot or a site:
+a cause that acts on a whole site may be too thin on each of its robots to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy.stats import poisson
+
+__all__ = ["Fleet", "Place", "fleet_of", "hot_places"]
+
+
+# (level, name): level 0 is a robot, level 1 a site.
+Place = tuple[int, str]
+_LEVELS = ("robot_id", "site")
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Where each event happened, and what sim's own failure rate predicts at each place.
+
+    Attributes:
+        where: ``(n_events, 2)`` each event's robot and site, None where not logged.
+        symptom: ``(n_events,)`` each event's failure label, None where none is logged.
+        exposure: (robot, site) -> real episodes analysed there, successes and failures.
+        sim_rate: failure label -> share of sim rollouts that fail with it; the key None
+            holds the share that fail at all.
+    """
+
+    where: np.ndarray
+    symptom: np.ndarray
+    exposure: Mapping[tuple[str | None, str | None], int]
+    sim_rate: Mapping[str | None, float]
+
+    @property
+    def placed(self) -> np.ndarray:
+        """``(n_events,)`` whether an event has any place."""
+        return np.array([any(p is not None for p in row) for row in self.where], dtype=bool)
+
+    def at(self, places: frozenset[Place]) -> np.ndarray:
+        """``(n_events,)`` whether an event happened at one of ``places``."""
+        return np.array([any((level, name) in places for level, name in enumerate(row))
+                         for row in self.where], dtype=bool)
+
+    def expected(self, cells: list[tuple[str | None, str | None]], rows: np.ndarray) -> float:
+        """How many failures showing the symptoms of events ``rows`` sim's own failure rate
+        predicts among the episodes of ``cells`` ((robot, site) pairs)."""
+        symptoms = {None if s is None else str(s) for s in self.symptom[rows]}
+        episodes = sum(self.exposure.get(cell, 0) for cell in cells)
+        return episodes * sum(self.sim_rate.get(s, 0.0) for s in symptoms)
+
+
+def fleet_of(events: pa.Table, real: pa.Table, sim: pa.Table) -> Fleet:
+    """The :class:`Fleet` of failure ``events`` among the analysed ``real`` episodes.
+
+    Args:
+        events: the failures being clustered.
+        real: every real episode they come from (the exposure).
+        sim: the sim rollouts (their failure rate per label).
+    """
+    sim_failed = sim.filter(pc.equal(sim["outcome"], "failure"))
+    n_sim = max(sim.num_rows, 1)
+    rate: dict[str | None, float] = {None: sim_failed.num_rows / n_sim}
+    for label in _column(sim_failed, "failure_label"):
+        if label is not None:
+            rate[label] = rate.get(label, 0.0) + 1.0 / n_sim
+    exposure: dict[tuple[str | None, str | None], int] = {}
+    for robot, site in _places(real):
+        exposure[robot, site] = exposure.get((robot, site), 0) + 1
+    return Fleet(_places(events), np.array(_column(events, "failure_label"), dtype=object),
+                 exposure, rate)
+
+
+def hot_places(labels: np.ndarray, fleet: Fleet, clusters: np.ndarray,
+               alpha: float) -> dict[int, frozenset[Place]]:
+    """Per cluster, the places where it has more failures than sim's own failure rate
+    explains: the chance that sim-like failures alone (Poisson, at the rate
+    :meth:`Fleet.expected` gives) produce as many of its members there is at most ``alpha``.
+
+    Robots are tested first, then each site on its members beyond its hot robots: a site
+    is not hot for a cause that acts on one of its robots only.
+    """
+    hot = {}
+    for c in clusters.tolist():
+        members = np.flatnonzero(labels == c)
+        places: set[Place] = set()
+        for level in range(len(_LEVELS)):
+            skip = {name for lvl, name in places if lvl == 0}
+            rows_at: dict[str, list[int]] = {}
+            for i in members.tolist():
+                robot, name = fleet.where[i, 0], fleet.where[i, level]
+                if name is not None and robot not in skip:
+                    rows_at.setdefault(name, []).append(i)
+            for name, rows in rows_at.items():
+                cells = [cell for cell in fleet.exposure
+                         if cell[level] == name and cell[0] not in skip]
+                expected = fleet.expected(cells, np.array(rows))
+                if poisson.sf(len(rows) - 1, expected) <= alpha:
+                    places.add((level, name))
+        hot[c] = frozenset(places)
+    return hot
+
+
+def _places(table: pa.Table) -> np.ndarray:
+    """``(n_rows, 2)``: each row's robot and site."""
+    columns = [_column(table, name) for name in _LEVELS]
+    return np.array(list(zip(*columns, strict=True)), dtype=object).reshape(-1, len(_LEVELS))
+
+
+def _column(table: pa.Table, name: str) -> list[str | None]:
+    if name not in table.column_names:
+        return [None] * table.num_rows
+    return [None if v is None else str(v) for v in table[name].to_pylist()]

@@ -1,0 +1,103 @@
+"""Where a cluster's failures concentrate decides which of its look-alikes belong to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from sim2real.cluster.density import FailureClusterer, FeatureSpace
+from sim2real.cluster.location import Fleet, fleet_of, hot_places
+
+_CHANNELS = 6
+_ROBOTS = ("a1", "a2", "a3", "b1", "b2", "b3")  # a* at site_a, b* at site_b
+_EPISODES = 100  # real episodes per robot
+_SIM_RATE = 0.02  # share of sim rollouts that fail with a "drop"
+
+
+def _fleet(robots: list[str], symptom: str = "drop") -> Fleet:
+    where = np.array([[r, f"site_{r[0]}"] for r in robots], dtype=object).reshape(-1, 2)
+    exposure = {(r, f"site_{r[0]}"): _EPISODES for r in _ROBOTS}
+    return Fleet(where, np.array([symptom] * len(robots), dtype=object), exposure,
+                 {None: _SIM_RATE, "drop": _SIM_RATE})
+
+
+def test_a_robot_is_hot_where_its_failures_exceed_sims_rate() -> None:
+    robots = ["a1"] * 12 + ["a2", "b1", "b2"]  # 12 drops where sim predicts 2; 1 elsewhere
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    assert hot[0] == {(0, "a1")}
+
+
+def test_a_site_is_hot_for_a_cause_thin_on_each_of_its_robots() -> None:
+    # 5 drops on each b robot (2 predicted on each: not significant alone), 15 on site_b
+    # where 6 are predicted; one drop on a1.
+    robots = ["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    assert hot[0] == {(1, "site_b")}
+
+
+def test_a_site_is_not_hot_for_a_cause_of_one_of_its_robots() -> None:
+    robots = ["a1"] * 12 + ["a2", "a3"]
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    assert hot[0] == {(0, "a1")}
+
+
+def _space(rng: np.random.Generator) -> tuple[FeatureSpace, list[str], np.ndarray]:
+    """30 strong events along one direction on robot a1, 3 equally strong look-alikes on
+    other robots (sim-like failures that happen to look like it), 6 faint ones on a1 and
+    6 on other robots; a null of 300 no-gap comparisons."""
+    direction = np.array([-1.0, -0.8, 0.5, 0.0, 0.0, 0.0])
+    direction /= np.linalg.norm(direction)
+    strong = 8.0 * direction + rng.normal(0.0, 0.7, (33, _CHANNELS))
+    faint = 2.2 * direction + rng.normal(0.0, 0.2, (12, _CHANNELS))
+    effects = np.vstack([strong, faint])
+    groups = np.array(["dynamics_mismatch"] * 33 + ["unexplained"] * 12, dtype=object)
+    columns = {"dynamics_mismatch": np.arange(3), "unexplained": np.arange(_CHANNELS)}
+    values = np.where(np.abs(effects) > 3.0, effects, 0.0)
+    null = rng.normal(0.0, 1.0, (300, _CHANNELS))
+    robots = ["a1"] * 30 + ["a2", "b1", "b2"] + ["a1"] * 6 + ["a2", "a3", "b1", "b2", "b3", "a2"]
+    truth = np.array(["cause"] * 30 + ["look-alike"] * 3 + ["cause"] * 6 + ["faint"] * 6)
+    return FeatureSpace(values, groups, columns, ((), ()), effects, null), robots, truth
+
+
+def test_look_alikes_elsewhere_leave_and_faint_events_at_the_hot_robot_join() -> None:
+    space, robots, truth = _space(np.random.default_rng(0))
+    fleet = _fleet(robots)
+    labels = FailureClusterer(min_cluster_size=10, faint_tail=1e-9).fit(space, fleet).labels_
+    cluster = labels[0]
+    assert cluster >= 0
+    assert np.all(labels[truth == "cause"] == cluster)
+    assert np.all(labels[truth == "look-alike"] == -1)
+    assert np.all(labels[truth == "faint"] == -1)
+    # Without places, the look-alikes stay and the faint events at a1 stay out.
+    blind = FailureClusterer(min_cluster_size=10, faint_tail=1e-9).fit(space).labels_
+    assert np.all(blind[truth == "look-alike"] == blind[0])
+    assert np.all(blind[30:39][truth[30:39] == "cause"] == -1)
+
+
+def test_predict_applies_the_same_places() -> None:
+    space, robots, _ = _space(np.random.default_rng(1))
+    fleet = _fleet(robots)
+    clusterer = FailureClusterer(min_cluster_size=10).fit(space, fleet)
+    np.testing.assert_array_equal(clusterer.predict(space, fleet), clusterer.labels_)
+
+
+def test_events_without_a_place_are_left_as_they_are() -> None:
+    space, robots, _ = _space(np.random.default_rng(2))
+    placed = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
+    nowhere = Fleet(np.full((len(robots), 2), None, dtype=object),
+                    np.array(["drop"] * len(robots), dtype=object), {}, {"drop": _SIM_RATE})
+    np.testing.assert_array_equal(placed.predict(space, nowhere), placed.predict(space))
+
+
+def test_fleet_of_counts_exposure_and_sims_rate_per_symptom() -> None:
+    real = pa.table({"robot_id": ["r1", "r1", "r2", None], "site": ["s", "s", "s", "s"],
+                     "outcome": ["failure", "success", "success", "failure"],
+                     "failure_label": ["drop", None, None, "bump"]})
+    sim = pa.table({"outcome": ["failure", "failure", "success", "success"],
+                    "failure_label": ["drop", None, None, None]})
+    events = real.filter(pa.compute.equal(real["outcome"], "failure"))
+    fleet = fleet_of(events, real, sim)
+    assert fleet.exposure == {("r1", "s"): 2, ("r2", "s"): 1, (None, "s"): 1}
+    assert fleet.sim_rate == {None: 0.5, "drop": 0.25}
+    assert fleet.where.tolist() == [["r1", "s"], [None, "s"]]
+    assert fleet.expected([("r1", "s")], np.array([0])) == 0.5
