@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from sim2real.cluster.density import FailureClusterer, FeatureSpace
-from sim2real.cluster.location import Fleet, fleet_of, hot_places
+from sim2real.cluster.location import Fleet, excess, fleet_of, hot_places
 
 _CHANNELS = 6
 _ROBOTS = ("a1", "a2", "a3", "b1", "b2", "b3")  # a* at site_a, b* at site_b
@@ -101,3 +101,9 @@ def test_fleet_of_counts_exposure_and_sims_rate_per_symptom() -> None:
     assert fleet.sim_rate == {None: 0.5, "drop": 0.25}
     assert fleet.where.tolist() == [["r1", "s"], [None, "s"]]
     assert fleet.expected([("r1", "s")], np.array([0])) == 0.5
+
+
+def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
+    robots = ["a1"] * 12 + ["a2"]
+    found = excess(_fleet(robots), np.arange(len(robots)), alpha=0.01)
+    assert [str(e) for e in found] == ["robot a1 (12 where sim's rate predicts 2.0)"]

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.stats import poisson
 
-__all__ = ["Fleet", "Place", "fleet_of", "hot_places"]
+__all__ = ["Excess", "Fleet", "Place", "excess", "fleet_of", "hot_places"]
 
 
 # (level, name): level 0 is a robot, level 1 a site.
@@ -82,6 +82,20 @@ def fleet_of(events: pa.Table, real: pa.Table, sim: pa.Table) -> Fleet:
                  exposure, rate)
 
 
+@dataclass(frozen=True)
+class Excess:
+    """A cluster's failures at one place against what sim's own failure rate predicts."""
+
+    place: Place
+    failures: int
+    expected: float
+
+    def __str__(self) -> str:
+        kind = ("robot", "site")[self.place[0]]
+        return f"{kind} {self.place[1]} ({self.failures} where sim's rate predicts " \
+               f"{self.expected:.1f})"
+
+
 def hot_places(labels: np.ndarray, fleet: Fleet, clusters: np.ndarray,
                alpha: float) -> dict[int, frozenset[Place]]:
     """Per cluster, the places where it has more failures than sim's own failure rate
@@ -93,23 +107,28 @@ def hot_places(labels: np.ndarray, fleet: Fleet, clusters: np.ndarray,
     """
     hot = {}
     for c in clusters.tolist():
-        members = np.flatnonzero(labels == c)
-        places: set[Place] = set()
-        for level in range(len(_LEVELS)):
-            skip = {name for lvl, name in places if lvl == 0}
-            rows_at: dict[str, list[int]] = {}
-            for i in members.tolist():
-                robot, name = fleet.where[i, 0], fleet.where[i, level]
-                if name is not None and robot not in skip:
-                    rows_at.setdefault(name, []).append(i)
-            for name, rows in rows_at.items():
-                cells = [cell for cell in fleet.exposure
-                         if cell[level] == name and cell[0] not in skip]
-                expected = fleet.expected(cells, np.array(rows))
-                if poisson.sf(len(rows) - 1, expected) <= alpha:
-                    places.add((level, name))
-        hot[c] = frozenset(places)
+        found = excess(fleet, np.flatnonzero(labels == c), alpha)
+        hot[c] = frozenset(e.place for e in found)
     return hot
+
+
+def excess(fleet: Fleet, rows: np.ndarray, alpha: float) -> list[Excess]:
+    """The places where events ``rows`` (one cluster) are more than sim's failure rate
+    explains at chance ``alpha``, by the rule of :func:`hot_places`; most failures first."""
+    found: list[Excess] = []
+    for level in range(len(_LEVELS)):
+        skip = {e.place[1] for e in found if e.place[0] == 0}
+        rows_at: dict[str, list[int]] = {}
+        for i in rows.tolist():
+            robot, name = fleet.where[i, 0], fleet.where[i, level]
+            if name is not None and robot not in skip:
+                rows_at.setdefault(name, []).append(i)
+        for name, at in rows_at.items():
+            cells = [cell for cell in fleet.exposure if cell[level] == name and cell[0] not in skip]
+            expected = fleet.expected(cells, np.array(at))
+            if poisson.sf(len(at) - 1, expected) <= alpha:
+                found.append(Excess((level, name), len(at), expected))
+    return sorted(found, key=lambda e: (-e.failures, e.place))
 
 
 def _places(table: pa.Table) -> np.ndarray:

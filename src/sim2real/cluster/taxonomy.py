@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from sim2real.cluster.location import Excess
 from sim2real.drift.compute import Signatures
 from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES, SIGNIFICANT
 
@@ -39,9 +41,14 @@ def top_channels(sig: Signatures, rows: np.ndarray, n: int = 5) -> list[tuple[st
 
 
 def label_cluster(
-    sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray
+    sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
+    excess: Sequence[Excess] = (),
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
+
+    ``excess``: the places where the cluster fails more often than sim's own failure rate
+    explains (:func:`sim2real.cluster.location.excess`); the explanation names the first
+    three.
 
     The rule a careful engineer would follow: unseen context first (nothing else can be
     trusted where sim never went); otherwise infrastructure when its deviation is at least
@@ -68,6 +75,9 @@ def label_cluster(
         confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
     text = _explain(taxonomy, sig, rows, channels, medians, where)
+    if excess:
+        text += (" More failures than sim's own rate explains at "
+                 f"{'; '.join(map(str, excess[:3]))}.")
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 
 
