@@ -107,3 +107,19 @@ def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
     robots = ["a1"] * 12 + ["a2"]
     found = excess(_fleet(robots), np.arange(len(robots)), alpha=0.01)
     assert [str(e) for e in found] == ["robot a1 (12 where sim's rate predicts 2.0)"]
+
+
+def test_a_cause_that_spreads_to_another_robot_stays_its_cluster() -> None:
+    space, robots, _ = _space(np.random.default_rng(3))
+    clusterer = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
+    cluster = clusterer.labels_[0]
+    # The same strong events, now on b1: 30 where sim predicts 2.
+    moved = ["b1"] * 33 + robots[33:]
+    labels = clusterer.predict(space, _fleet(moved))
+    assert np.all(labels[:33] == cluster)
+
+
+def test_unlabelled_sim_failures_may_show_any_symptom() -> None:
+    fleet = Fleet(np.array([["a1", "site_a"]], dtype=object), np.array(["drop"], dtype=object),
+                  {("a1", "site_a"): 100}, {None: 0.03})
+    assert fleet.expected([("a1", "site_a")], np.array([0])) == 3.0

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.neighbors import NearestNeighbors
 
-from sim2real.cluster.location import Fleet, hot_places
+from sim2real.cluster.location import Fleet, Place, hot_places
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
@@ -313,10 +313,14 @@ class FailureClusterer:
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
         self._fit_directions(space)
         labels = self._attach_faint(space, self.labels_)
-        located = self.direction_ids_[self.direction_groups_ != _CONTEXT_GROUP]
-        self.hot_ = hot_places(labels, fleet, located, self.alpha) if fleet else None
-        self.labels_ = self._place(space, labels, fleet)
+        self.hot_ = self._hot(labels, fleet) if fleet is not None else None
+        self.labels_ = self._place(space, labels, fleet, self.hot_)
         return self
+
+    def _hot(self, labels: np.ndarray, fleet: Fleet) -> dict[int, frozenset[Place]]:
+        """The hot places of every cluster but those of unseen context."""
+        located = self.direction_ids_[self.direction_groups_ != _CONTEXT_GROUP]
+        return hot_places(labels, fleet, located, self.alpha)
 
     def _fit_directions(self, space: FeatureSpace) -> None:
         """Each cluster's typical deviation (unit vector), its group, and the projections
@@ -353,9 +357,10 @@ class FailureClusterer:
         out[left] = np.where(passed, self.direction_ids_[best], -1)
         return out
 
-    def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None) -> np.ndarray:
+    def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None,
+               hot: dict[int, frozenset[Place]] | None) -> np.ndarray:
         """``labels`` with the places' rule of the class docstring applied."""
-        if fleet is None or self.hot_ is None:
+        if fleet is None or hot is None:
             return labels
         placed = fleet.placed
         ids = self.direction_ids_.tolist()
@@ -364,8 +369,8 @@ class FailureClusterer:
         at = np.zeros((len(labels), len(ids)), dtype=bool)
         out = labels.copy()
         for j, c in enumerate(ids):
-            if c in self.hot_:
-                at[:, j] = fleet.at(self.hot_[c])
+            if c in hot:
+                at[:, j] = fleet.at(hot[c])
                 out[(labels == c) & placed & ~at[:, j]] = -1
         left = np.flatnonzero((out < 0) & placed)
         if left.size == 0 or not ids:
@@ -381,8 +386,10 @@ class FailureClusterer:
     def predict(self, space: FeatureSpace, fleet: Fleet | None = None) -> np.ndarray:
         """Assign new events to the fitted clusters of their group, -1 where none fits.
 
-        Pass ``fleet`` (where the new events happened) to apply the places' rule with the
-        hot places learnt in :meth:`fit`.
+        Pass ``fleet`` (where the new events happened) to apply the places' rule. A
+        cluster's hot places are those learnt in :meth:`fit` and those where the new events
+        themselves are more than sim's failure rate explains: a cause that spreads to
+        another robot is still that cluster.
         """
         out = np.full(space.values.shape[0], -1)
         for group, (model, offset) in self.models_.items():
@@ -391,7 +398,12 @@ class FailureClusterer:
                 continue
             found = model.predict(space.values[np.ix_(rows, space.columns[group])])
             out[rows] = np.where(found >= 0, found + offset, -1)
-        return self._place(space, self._attach_faint(space, out), fleet)
+        labels = self._attach_faint(space, out)
+        if fleet is None or self.hot_ is None:
+            return labels
+        here = self._hot(labels, fleet)
+        hot = {c: places | here[c] for c, places in self.hot_.items()}
+        return self._place(space, labels, fleet, hot)
 
 
 # Groups decided by what deviates first (or by context sim never saw): their events are

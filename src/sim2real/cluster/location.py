@@ -35,7 +35,8 @@ class Fleet:
         symptom: ``(n_events,)`` each event's failure label, None where none is logged.
         exposure: (robot, site) -> real episodes analysed there, successes and failures.
         sim_rate: failure label -> share of sim rollouts that fail with it; the key None
-            holds the share that fail at all.
+            holds the share that fail at all. A symptom sim labels none of its failures
+            with is one sim does not predict (rate 0), unless sim labels no failure at all.
     """
 
     where: np.ndarray
@@ -56,8 +57,11 @@ class Fleet:
     def expected(self, cells: list[tuple[str | None, str | None]], rows: np.ndarray) -> float:
         """How many failures showing the symptoms of events ``rows`` sim's own failure rate
         predicts among the episodes of ``cells`` ((robot, site) pairs)."""
-        symptoms = {None if s is None else str(s) for s in self.symptom[rows]}
         episodes = sum(self.exposure.get(cell, 0) for cell in cells)
+        if len(self.sim_rate) == 1:
+            # Sim labels none of its failures: any of them may show any symptom.
+            return episodes * self.sim_rate[None]
+        symptoms = {None if s is None else str(s) for s in self.symptom[rows]}
         return episodes * sum(self.sim_rate.get(s, 0.0) for s in symptoms)
 
 
