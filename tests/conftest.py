@@ -13,6 +13,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from sim2real.demo.synthetic import (
+    fleetwide_world,
     generate_world,
     no_gap_world,
     renamed_world,
@@ -60,6 +61,11 @@ def renamed(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="session")
 def no_gap(tmp_path_factory: pytest.TempPathFactory) -> World:
     return _world(no_gap_world, "no_gap", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def fleetwide(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return _world(fleetwide_world, "fleetwide", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -26,10 +26,12 @@ def standard_report(standard: World) -> sim2real.Report:
     return sim2real.analyze(standard.dataset)
 
 
-# Measured: standard 0.96, renamed 0.88. The renamed world (other channel names and rates,
-# two tasks, two dynamics causes that must stay apart) is harder: its early worn-pad
-# failures are barely outside sim's range, and it is held to a lower, recorded bar.
-@pytest.mark.parametrize(("world_name", "min_ari"), [("standard", 0.9), ("renamed", 0.8)])
+# Measured: standard 0.96, renamed 0.88, fleetwide 0.91. The renamed world (other channel
+# names and rates, two tasks, two dynamics causes that must stay apart) is harder: its early
+# worn-pad failures are barely outside sim's range. In the fleetwide world a cause is thin
+# on every robot, so where failures happen helps least. Both are held to a lower bar.
+@pytest.mark.parametrize(("world_name", "min_ari"),
+                         [("standard", 0.9), ("renamed", 0.8), ("fleetwide", 0.8)])
 def test_clusters_match_the_injected_causes(world_name: str, min_ari: float,
                                             request: pytest.FixtureRequest) -> None:
     world: World = request.getfixturevalue(world_name)

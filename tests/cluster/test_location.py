@@ -23,7 +23,7 @@ def _fleet(robots: list[str], symptom: str = "drop") -> Fleet:
 
 def test_a_robot_is_hot_where_its_failures_exceed_sims_rate() -> None:
     robots = ["a1"] * 12 + ["a2", "b1", "b2"]  # 12 drops where sim predicts 2; 1 elsewhere
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
     assert hot[0] == {(0, "a1")}
 
 
@@ -31,13 +31,21 @@ def test_a_site_is_hot_for_a_cause_thin_on_each_of_its_robots() -> None:
     # 5 drops on each b robot (2 predicted on each: not significant alone), 15 on site_b
     # where 6 are predicted; one drop on a1.
     robots = ["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
     assert hot[0] == {(1, "site_b")}
+
+
+def test_the_fleet_is_hot_for_a_cause_thin_everywhere() -> None:
+    # 3 on each robot where sim's look-alikes predict 1.5, 9 on each site (4.5 predicted):
+    # neither is significant alone; 18 in the fleet where 9 are predicted is.
+    robots = [r for r in _ROBOTS for _ in range(3)]
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 0.015}, alpha=0.02)
+    assert hot[0] == {(2, "")}
 
 
 def test_a_site_is_not_hot_for_a_cause_of_one_of_its_robots() -> None:
     robots = ["a1"] * 12 + ["a2", "a3"]
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), np.array([0]), alpha=0.01)
+    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
     assert hot[0] == {(0, "a1")}
 
 
@@ -105,8 +113,8 @@ def test_fleet_of_counts_exposure_and_sims_rate_per_symptom() -> None:
 
 def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
     robots = ["a1"] * 12 + ["a2"]
-    found = excess(_fleet(robots), np.arange(len(robots)), alpha=0.01)
-    assert [str(e) for e in found] == ["robot a1 (12 where sim's rate predicts 2.0)"]
+    found = excess(_fleet(robots), np.arange(len(robots)), 1.0, alpha=0.01)
+    assert [str(e) for e in found] == ["robot a1 (12 where sim predicts 2.0)"]
 
 
 def test_a_cause_that_spreads_to_another_robot_stays_its_cluster() -> None:

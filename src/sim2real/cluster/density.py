@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.neighbors import NearestNeighbors
 
-from sim2real.cluster.location import Fleet, Place, hot_places
+from sim2real.cluster.location import Excess, Fleet, Place, excess, hot_places
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
@@ -253,9 +253,11 @@ class FailureClusterer:
 
     Given the :class:`~sim2real.cluster.location.Fleet` (where each event happened), where
     a cluster's failures concentrate counts too (see :mod:`sim2real.cluster.location`).
-    A cluster keeps its members only at places (robots, sites) where it has more failures
-    than sim's own failure rate explains (its hot places, at chance ``alpha``): elsewhere
-    they look like the cause but are no more than sim's own failures would be. An event
+    A cluster keeps its members only at places (robots, sites, the fleet) where it has more
+    failures than sim's own failure rate explains (its hot places, at chance ``alpha``):
+    elsewhere they look like the cause but are no more than sim's own failures would be.
+    Sim's rate there is the smaller of its rate of the members' symptoms and the share of
+    no-gap comparisons that deviate along the cluster as far as its median member. An event
     left in no cluster at a cluster's hot place joins it when it deviates along the
     cluster's typical deviation further than ``1 - tail`` of the no-gap comparisons,
     whatever its group: there the cause is the likelier explanation of a faint deviation.
@@ -271,12 +273,14 @@ class FailureClusterer:
         seed: chooses that sample.
         tail: share of no-gap comparisons that would reach a cluster by that rule.
         faint_tail: the same for events in which no family deviates.
-        alpha: chance that sim-like failures alone make a place hot.
+        alpha: chance that sim-like failures alone make a place hot. 0.02 keeps a thin
+            cause spread over the whole fleet (ten synthetic fleets, a cause failing one
+            episode in 30 on every robot) where 0.01 lost it in two of them.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
                  sample_above: int = SAMPLE_ABOVE, seed: int = 0, tail: float = 0.05,
-                 faint_tail: float = 0.01, alpha: float = 0.01) -> None:
+                 faint_tail: float = 0.01, alpha: float = 0.02) -> None:
         self.min_cluster_size = min_cluster_size
         self.min_samples = min_samples
         self.sample_above = sample_above
@@ -319,7 +323,9 @@ class FailureClusterer:
 
     def _hot(self, labels: np.ndarray, fleet: Fleet) -> dict[int, frozenset[Place]]:
         """The hot places of every cluster but those of unseen context."""
-        located = self.direction_ids_[self.direction_groups_ != _CONTEXT_GROUP]
+        located = {int(c): float(share) for c, share, group in zip(
+            self.direction_ids_, self.look_alike_, self.direction_groups_, strict=True)
+            if group != _CONTEXT_GROUP}
         return hot_places(labels, fleet, located, self.alpha)
 
     def _fit_directions(self, space: FeatureSpace) -> None:
@@ -334,11 +340,17 @@ class FailureClusterer:
         self.direction_groups_ = np.array(
             [space.groups[np.argmax(self.labels_ == c)] for c in ids], dtype=object)
         if ids and len(space.null):
-            quantiles = np.quantile(space.null @ self.directions_.T,
-                                    [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
+            null = space.null @ self.directions_.T
+            quantiles = np.quantile(null, [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
             self.thresholds_, self.faint_thresholds_ = quantiles[0], quantiles[1]
+            # How many no-gap comparisons reach the cluster's median member along its
+            # direction, (k + 1) / (n + 1): never zero, however few the comparisons.
+            typical = np.array([np.quantile(space.effects[self.labels_ == c] @ d, 0.5)
+                                for c, d in zip(ids, self.directions_, strict=True)])
+            self.look_alike_ = ((null >= typical).sum(axis=0) + 1.0) / (len(null) + 1.0)
         else:
             self.thresholds_ = self.faint_thresholds_ = np.full(len(ids), np.inf)
+            self.look_alike_ = np.ones(len(ids))
 
     def _attach_faint(self, space: FeatureSpace, labels: np.ndarray) -> np.ndarray:
         """``labels`` with the leftover events attached by the rule of the class docstring."""
@@ -382,6 +394,14 @@ class FailureClusterer:
         passed = margin[np.arange(left.size), best] > 1.0
         out[left] = np.where(passed, self.direction_ids_[best], -1)
         return out
+
+    def excess(self, rows: np.ndarray, cluster: int, fleet: Fleet) -> list[Excess]:
+        """The places where events ``rows`` of ``cluster`` are more than sim's failure rate
+        explains (none for a cluster of unseen context, or one fitted without places)."""
+        if self.hot_ is None or cluster not in self.hot_:
+            return []
+        share = float(self.look_alike_[np.flatnonzero(self.direction_ids_ == cluster)[0]])
+        return excess(fleet, rows, share, self.alpha)
 
     def predict(self, space: FeatureSpace, fleet: Fleet | None = None) -> np.ndarray:
         """Assign new events to the fitted clusters of their group, -1 where none fits.

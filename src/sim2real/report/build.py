@@ -12,7 +12,6 @@ from sklearn.decomposition import PCA
 from sim2real._version import __version__
 from sim2real.attribute import ParamEstimate, infer_params, param_evidence, propose_actions
 from sim2real.cluster.identity import assign_ids
-from sim2real.cluster.location import excess
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
 from sim2real.drift.signature import SCORE_FAMILIES
@@ -82,8 +81,7 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        located = excess(diagnosis.fleet, rows, diagnosis.clusterer.alpha) \
-            if index in (diagnosis.clusterer.hot_ or {}) else []
+        located = diagnosis.clusterer.excess(rows, index, diagnosis.fleet)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, located)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)

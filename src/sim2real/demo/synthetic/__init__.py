@@ -3,14 +3,15 @@
 ``generate_world(standard_world(), out)`` writes ``out/dataset/`` (the dataset format) and
 ``out/answer_key.json`` beside it, naming the true cause of every real failure. Presets give
 worlds with other channel names, rates, tasks and cause mixes, one with no sim-to-real gap,
-and one whose causes never change; benchmarks scale them to hundreds of thousands of episodes,
-the signals streamed in parts.
+one whose causes never change, and one with a cause thin on every robot; benchmarks scale
+them to hundreds of thousands of episodes, the signals streamed in parts.
 """
 
 from sim2real.demo.synthetic.answer import fastest_growing
 from sim2real.demo.synthetic.generate import WorldPaths, generate_world, scaled_counts
 from sim2real.demo.synthetic.presets import (
     PRESETS,
+    fleetwide_world,
     no_gap_world,
     renamed_world,
     standard_world,
@@ -48,6 +49,7 @@ __all__ = [
     "WorldPaths",
     "WorldSpec",
     "fastest_growing",
+    "fleetwide_world",
     "generate_world",
     "no_gap_world",
     "renamed_world",

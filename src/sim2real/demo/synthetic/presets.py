@@ -1,4 +1,5 @@
-"""Ready-made worlds: the standard fleet, a renamed one, one without a gap, one that never changes.
+"""Ready-made worlds: the standard fleet, a renamed one, one without a gap, one that never
+changes, one whose dynamics cause acts on every robot.
 
 Each preset is a function returning a :class:`WorldSpec`; tweak one with
 :func:`dataclasses.replace`. Sizes at scale 1: about 1000 real episodes, 600 sim rollouts,
@@ -197,6 +198,17 @@ def unchanged_world() -> WorldSpec:
     return dataclasses.replace(base, name="unchanged", causes=causes)
 
 
+def fleetwide_world() -> WorldSpec:
+    """The standard world with ``slippery_pads`` on every robot, thinly: active in 3 % to
+    6 % of all episodes, so each robot sees only a few of its failures, about as many as
+    its sim-like failures. Where failures happen must not lose a cause that is everywhere.
+    """
+    base = standard_world()
+    causes = tuple(dataclasses.replace(c, robots=(), sites=(), ramp=(0.03, 0.06))
+                   if c.name == "slippery_pads" else c for c in base.causes)
+    return dataclasses.replace(base, name="fleetwide", causes=causes)
+
+
 def widened(spec: WorldSpec, n_channels: int) -> WorldSpec:
     """``spec`` with extra joints (``jN_pos``, ``jN_vel``, ``jN_torque``) up to ``n_channels``.
 
@@ -221,4 +233,5 @@ PRESETS = {
     "renamed": renamed_world,
     "no_gap": no_gap_world,
     "unchanged": unchanged_world,
+    "fleetwide": fleetwide_world,
 }
