@@ -4,49 +4,64 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sim2real.cluster.density import FailureClusterer, FeatureSpace
-from sim2real.cluster.location import Fleet, excess, fleet_of, hot_places
+from sim2real.cluster.location import FLEET, ROBOT, SITE, Fleet, excess, fleet_of
 
 _CHANNELS = 6
 _ROBOTS = ("a1", "a2", "a3", "b1", "b2", "b3")  # a* at site_a, b* at site_b
+_CELLS = tuple((r, f"site_{r[0]}") for r in _ROBOTS)
 _EPISODES = 100  # real episodes per robot
 _SIM_RATE = 0.02  # share of sim rollouts that fail with a "drop"
 
 
-def _fleet(robots: list[str], symptom: str = "drop") -> Fleet:
-    where = np.array([[r, f"site_{r[0]}"] for r in robots], dtype=object).reshape(-1, 2)
-    exposure = {(r, f"site_{r[0]}"): _EPISODES for r in _ROBOTS}
-    return Fleet(where, np.array([symptom] * len(robots), dtype=object), exposure,
+def _fleet(robots: list[str], symptom: str | None = "drop") -> Fleet:
+    cell = np.array([_ROBOTS.index(r) for r in robots], dtype=np.int64)
+    return Fleet(_CELLS, cell, np.full(len(_CELLS), _EPISODES),
+                 np.array([symptom] * len(robots), dtype=object),
                  {None: _SIM_RATE, "drop": _SIM_RATE})
 
 
+def _hot(robots: list[str], look_alike: float = 1.0) -> set[tuple[int, int]]:
+    fleet = _fleet(robots)
+    return {e.place for e in excess(fleet, np.arange(len(robots)), look_alike, alpha=0.02)}
+
+
 def test_a_robot_is_hot_where_its_failures_exceed_sims_rate() -> None:
-    robots = ["a1"] * 12 + ["a2", "b1", "b2"]  # 12 drops where sim predicts 2; 1 elsewhere
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
-    assert hot[0] == {(0, "a1")}
+    # 12 drops on a1 where sim predicts 2; 1 on each of three others.
+    assert _hot(["a1"] * 12 + ["a2", "b1", "b2"]) == {(ROBOT, 0)}
 
 
 def test_a_site_is_hot_for_a_cause_thin_on_each_of_its_robots() -> None:
     # 5 drops on each b robot (2 predicted on each: not significant alone), 15 on site_b
     # where 6 are predicted; one drop on a1.
-    robots = ["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
-    assert hot[0] == {(1, "site_b")}
+    assert _hot(["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]) == {(SITE, 1)}
 
 
 def test_the_fleet_is_hot_for_a_cause_thin_everywhere() -> None:
     # 3 on each robot where sim's look-alikes predict 1.5, 9 on each site (4.5 predicted):
     # neither is significant alone; 18 in the fleet where 9 are predicted is.
-    robots = [r for r in _ROBOTS for _ in range(3)]
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 0.015}, alpha=0.02)
-    assert hot[0] == {(2, "")}
+    assert _hot([r for r in _ROBOTS for _ in range(3)], look_alike=0.015) == {(FLEET, 0)}
 
 
 def test_a_site_is_not_hot_for_a_cause_of_one_of_its_robots() -> None:
-    robots = ["a1"] * 12 + ["a2", "a3"]
-    hot = hot_places(np.zeros(len(robots), int), _fleet(robots), {0: 1.0}, alpha=0.01)
-    assert hot[0] == {(0, "a1")}
+    assert _hot(["a1"] * 12 + ["a2", "a3"]) == {(ROBOT, 0)}
+
+
+def test_a_robot_id_at_two_sites_is_two_robots() -> None:
+    cells = (("r1", "A"), ("r1", "B"))
+    fleet = Fleet(cells, np.zeros(8, np.int64), np.array([100, 100]),
+                  np.array(["drop"] * 8, dtype=object), {None: _SIM_RATE, "drop": _SIM_RATE})
+    found = excess(fleet, np.arange(8), 1.0, alpha=0.02)
+    assert [e.place for e in found] == [(ROBOT, 0)]
+    assert fleet.at(frozenset({(ROBOT, 0)})).all()
+    assert not fleet.at(frozenset({(ROBOT, 1)})).any()
+
+
+def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
+    found = excess(_fleet(["a1"] * 12 + ["a2"]), np.arange(13), 1.0, alpha=0.02)
+    assert [str(e) for e in found] == ["robot a1 (12 where sim predicts 2.0)"]
 
 
 def _space(rng: np.random.Generator) -> tuple[FeatureSpace, list[str], np.ndarray]:
@@ -87,47 +102,44 @@ def test_predict_applies_the_same_places() -> None:
     fleet = _fleet(robots)
     clusterer = FailureClusterer(min_cluster_size=10).fit(space, fleet)
     np.testing.assert_array_equal(clusterer.predict(space, fleet), clusterer.labels_)
+    # Where the cluster is hot, as the report says it: a1 alone, far above sim's share.
+    (hot,) = clusterer.hot_places(int(clusterer.labels_[0]))
+    assert hot.name == "robot a1" and hot.failures >= 30 and hot.expected < 1.0
 
 
 def test_events_without_a_place_are_left_as_they_are() -> None:
     space, robots, _ = _space(np.random.default_rng(2))
-    placed = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
-    nowhere = Fleet(np.full((len(robots), 2), None, dtype=object),
-                    np.array(["drop"] * len(robots), dtype=object), {}, {"drop": _SIM_RATE})
-    np.testing.assert_array_equal(placed.predict(space, nowhere), placed.predict(space))
-
-
-def test_fleet_of_counts_exposure_and_sims_rate_per_symptom() -> None:
-    real = pa.table({"robot_id": ["r1", "r1", "r2", None], "site": ["s", "s", "s", "s"],
-                     "outcome": ["failure", "success", "success", "failure"],
-                     "failure_label": ["drop", None, None, "bump"]})
-    sim = pa.table({"outcome": ["failure", "failure", "success", "success"],
-                    "failure_label": ["drop", None, None, None]})
-    events = real.filter(pa.compute.equal(real["outcome"], "failure"))
-    fleet = fleet_of(events, real, sim)
-    assert fleet.exposure == {("r1", "s"): 2, ("r2", "s"): 1, (None, "s"): 1}
-    assert fleet.sim_rate == {None: 0.5, "drop": 0.25}
-    assert fleet.where.tolist() == [["r1", "s"], [None, "s"]]
-    assert fleet.expected([("r1", "s")], np.array([0])) == 0.5
-
-
-def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
-    robots = ["a1"] * 12 + ["a2"]
-    found = excess(_fleet(robots), np.arange(len(robots)), 1.0, alpha=0.01)
-    assert [str(e) for e in found] == ["robot a1 (12 where sim predicts 2.0)"]
+    clusterer = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
+    nowhere = Fleet(_CELLS, np.full(len(robots), -1, np.int64), np.full(len(_CELLS), 100),
+                    np.array(["drop"] * len(robots), dtype=object), {None: _SIM_RATE})
+    np.testing.assert_array_equal(clusterer.predict(space, nowhere), clusterer.predict(space))
 
 
 def test_a_cause_that_spreads_to_another_robot_stays_its_cluster() -> None:
     space, robots, _ = _space(np.random.default_rng(3))
     clusterer = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
     cluster = clusterer.labels_[0]
-    # The same strong events, now on b1: 30 where sim predicts 2.
-    moved = ["b1"] * 33 + robots[33:]
-    labels = clusterer.predict(space, _fleet(moved))
+    # The same strong events, now on b1: 33 where sim predicts 2.
+    moved = _fleet(["b1"] * 33 + robots[33:])
+    labels = clusterer.predict(space, moved, clusterer.places(space, moved))
     assert np.all(labels[:33] == cluster)
+    # Under the fitted places alone, b1 is no hot place of the cluster.
+    assert np.all(clusterer.predict(space, moved)[:33] == -1)
 
 
-def test_unlabelled_sim_failures_may_show_any_symptom() -> None:
-    fleet = Fleet(np.array([["a1", "site_a"]], dtype=object), np.array(["drop"], dtype=object),
-                  {("a1", "site_a"): 100}, {None: 0.03})
-    assert fleet.expected([("a1", "site_a")], np.array([0])) == 3.0
+def test_sims_rate_of_a_symptom() -> None:
+    real = pa.table({"robot_id": ["r1", "r1", "r2", None], "site": ["s", "s", "s", "s"],
+                     "outcome": ["failure", "success", "success", "failure"],
+                     "failure_label": ["drop", None, None, "bump"]})
+    # 3 of 6 rollouts fail; 2 are labelled, so each label carries half of the 0.5.
+    sim = pa.table({"outcome": ["failure"] * 3 + ["success"] * 3,
+                    "failure_label": ["drop", "slip", None, None, None, None]})
+    events = real.filter(pc.equal(real["outcome"], "failure"))
+    fleet = fleet_of(events, real, sim)
+    assert fleet.cells == (("r1", "s"), ("r2", "s"), (None, "s"))
+    assert fleet.exposure.tolist() == [2, 1, 1]
+    assert fleet.cell.tolist() == [0, 2]
+    assert fleet.sim_rate == {None: 0.5, "drop": 0.25, "slip": 0.25}
+    assert fleet.rate(np.array([0])) == 0.25  # drop
+    # bump: a label sim never used may be any of sim's failures; never above all of them.
+    assert fleet.rate(np.array([0, 1])) == 0.5

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.cluster import HDBSCAN
 from sklearn.neighbors import NearestNeighbors
 
-from sim2real.cluster.location import Excess, Fleet, Place, excess, hot_places
+from sim2real.cluster.location import Excess, Fleet, excess
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
@@ -254,13 +254,14 @@ class FailureClusterer:
     Given the :class:`~sim2real.cluster.location.Fleet` (where each event happened), where
     a cluster's failures concentrate counts too (see :mod:`sim2real.cluster.location`).
     A cluster keeps its members only at places (robots, sites, the fleet) where it has more
-    failures than sim's own failure rate explains (its hot places, at chance ``alpha``):
-    elsewhere they look like the cause but are no more than sim's own failures would be.
-    Sim's rate there is the smaller of its rate of the members' symptoms and the share of
-    no-gap comparisons that deviate along the cluster as far as its median member. An event
-    left in no cluster at a cluster's hot place joins it when it deviates along the
-    cluster's typical deviation further than ``1 - tail`` of the no-gap comparisons,
-    whatever its group: there the cause is the likelier explanation of a faint deviation.
+    failures than sim predicts (its hot places, :func:`~sim2real.cluster.location.excess`
+    at ``alpha``): elsewhere they look like the cause but are no more than sim's own
+    failures would be. Sim predicts the smaller of its rate of the members' symptoms and
+    the share of no-gap comparisons that deviate along the cluster as far as its median
+    member. An event left in no cluster at a cluster's hot place joins it when it deviates
+    along the cluster's typical deviation further than ``1 - tail`` of the no-gap
+    comparisons: there neither the stricter ``faint_tail`` nor the own-group restriction
+    of upstream groups applies, since the place makes the cause the likelier explanation.
     Clusters of unseen context are exempt from both: sim, never having seen that context,
     predicts none of their failures, and their members share a context, not a deviation.
 
@@ -321,12 +322,20 @@ class FailureClusterer:
         self.labels_ = self._place(space, labels, fleet, self.hot_)
         return self
 
-    def _hot(self, labels: np.ndarray, fleet: Fleet) -> dict[int, frozenset[Place]]:
-        """The hot places of every cluster but those of unseen context."""
-        located = {int(c): float(share) for c, share, group in zip(
-            self.direction_ids_, self.look_alike_, self.direction_groups_, strict=True)
-            if group != _CONTEXT_GROUP}
-        return hot_places(labels, fleet, located, self.alpha)
+    def _hot(self, labels: np.ndarray, fleet: Fleet) -> dict[int, list[Excess]]:
+        """The hot places of every cluster but those of unseen context.
+
+        Sim's share of look-alikes is taken at a cluster's median member, yet every member
+        counts: a cause's failures spread in strength (it grows over deployments), and
+        counting only those past the median lost real causes (synthetic renamed world:
+        ARI 0.88 -> 0.61). The symptom rate bounds the prediction from above meanwhile.
+        """
+        if len(fleet.placed) != len(labels):
+            raise ValueError(f"the fleet places {len(fleet.placed)} events, not {len(labels)}")
+        return {c: excess(fleet, np.flatnonzero(labels == c), float(self.look_alike_[j]),
+                          self.alpha)
+                for j, c in enumerate(self.direction_ids_.tolist())
+                if self.direction_groups_[j] != _CONTEXT_GROUP}
 
     def _fit_directions(self, space: FeatureSpace) -> None:
         """Each cluster's typical deviation (unit vector), its group, and the projections
@@ -343,9 +352,9 @@ class FailureClusterer:
             null = space.null @ self.directions_.T
             quantiles = np.quantile(null, [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
             self.thresholds_, self.faint_thresholds_ = quantiles[0], quantiles[1]
-            # How many no-gap comparisons reach the cluster's median member along its
-            # direction, (k + 1) / (n + 1): never zero, however few the comparisons.
-            typical = np.array([np.quantile(space.effects[self.labels_ == c] @ d, 0.5)
+            # The share of no-gap comparisons that reach the cluster's median member along
+            # its direction, (k + 1) / (n + 1): never zero, however few the comparisons.
+            typical = np.array([np.median(space.effects[self.labels_ == c] @ d)
                                 for c, d in zip(ids, self.directions_, strict=True)])
             self.look_alike_ = ((null >= typical).sum(axis=0) + 1.0) / (len(null) + 1.0)
         else:
@@ -370,7 +379,7 @@ class FailureClusterer:
         return out
 
     def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None,
-               hot: dict[int, frozenset[Place]] | None) -> np.ndarray:
+               hot: dict[int, list[Excess]] | None) -> np.ndarray:
         """``labels`` with the places' rule of the class docstring applied."""
         if fleet is None or hot is None:
             return labels
@@ -382,7 +391,7 @@ class FailureClusterer:
         out = labels.copy()
         for j, c in enumerate(ids):
             if c in hot:
-                at[:, j] = fleet.at(hot[c])
+                at[:, j] = fleet.at(frozenset(e.place for e in hot[c]))
                 out[(labels == c) & placed & ~at[:, j]] = -1
         left = np.flatnonzero((out < 0) & placed)
         if left.size == 0 or not ids:
@@ -395,22 +404,38 @@ class FailureClusterer:
         out[left] = np.where(passed, self.direction_ids_[best], -1)
         return out
 
-    def excess(self, rows: np.ndarray, cluster: int, fleet: Fleet) -> list[Excess]:
-        """The places where events ``rows`` of ``cluster`` are more than sim's failure rate
-        explains (none for a cluster of unseen context, or one fitted without places)."""
-        if self.hot_ is None or cluster not in self.hot_:
-            return []
-        share = float(self.look_alike_[np.flatnonzero(self.direction_ids_ == cluster)[0]])
-        return excess(fleet, rows, share, self.alpha)
+    def hot_places(self, cluster: int) -> list[Excess]:
+        """Where ``cluster`` was found more often than sim predicts, most failures first
+        (none for a cluster of unseen context, or when fitted without places)."""
+        return list((self.hot_ or {}).get(cluster, []))
 
-    def predict(self, space: FeatureSpace, fleet: Fleet | None = None) -> np.ndarray:
+    def places(self, space: FeatureSpace, fleet: Fleet) -> dict[int, list[Excess]]:
+        """The hot places learnt in :meth:`fit`, with those where the events of ``space``
+        are themselves more than sim predicts: a cause that spread to another robot is
+        still its cluster. Pass them to :meth:`predict` for every side of a comparison."""
+        if self.hot_ is None:
+            return {}
+        here = self._hot(self._assign(space), fleet)
+        out = {}
+        for c, known in self.hot_.items():
+            seen = {e.place for e in known}
+            out[c] = known + [e for e in here[c] if e.place not in seen]
+        return out
+
+    def predict(self, space: FeatureSpace, fleet: Fleet | None = None,
+                hot: dict[int, list[Excess]] | None = None) -> np.ndarray:
         """Assign new events to the fitted clusters of their group, -1 where none fits.
 
-        Pass ``fleet`` (where the new events happened) to apply the places' rule. A
-        cluster's hot places are those learnt in :meth:`fit` and those where the new events
-        themselves are more than sim's failure rate explains: a cause that spreads to
-        another robot is still that cluster.
+        Pass ``fleet`` (where the new events happened) to apply the places' rule, with the
+        hot places ``hot`` (default: those learnt in :meth:`fit`; see :meth:`places`).
         """
+        labels = self._assign(space)
+        if fleet is None or self.hot_ is None:
+            return labels
+        return self._place(space, labels, fleet, self.hot_ if hot is None else hot)
+
+    def _assign(self, space: FeatureSpace) -> np.ndarray:
+        """The fitted clusters' density rule, then the faint events' rule."""
         out = np.full(space.values.shape[0], -1)
         for group, (model, offset) in self.models_.items():
             rows = np.flatnonzero(space.groups == group)
@@ -418,12 +443,7 @@ class FailureClusterer:
                 continue
             found = model.predict(space.values[np.ix_(rows, space.columns[group])])
             out[rows] = np.where(found >= 0, found + offset, -1)
-        labels = self._attach_faint(space, out)
-        if fleet is None or self.hot_ is None:
-            return labels
-        here = self._hot(labels, fleet)
-        hot = {c: places | here[c] for c, places in self.hot_.items()}
-        return self._place(space, labels, fleet, hot)
+        return self._attach_faint(space, out)
 
 
 # Groups decided by what deviates first (or by context sim never saw): their events are

@@ -11,21 +11,22 @@ each robot to show.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.stats import poisson
+from statsmodels.stats.multitest import multipletests
 
-__all__ = ["Excess", "Fleet", "Place", "excess", "fleet_of", "hot_places"]
+__all__ = ["FLEET", "ROBOT", "SITE", "Excess", "Fleet", "Place", "excess", "fleet_of"]
 
-
-# (level, name): level 0 is a robot, 1 a site, 2 the whole fleet (name "").
-Place = tuple[int, str]
-_LEVELS = ("robot_id", "site")
-_FLEET: Place = (2, "")
+# (level, index): a robot (index into Fleet.cells), a site (into Fleet.sites), the fleet (0).
+Place = tuple[int, int]
+ROBOT, SITE, FLEET = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -33,51 +34,72 @@ class Fleet:
     """Where each event happened, and what sim's own failure rate predicts at each place.
 
     Attributes:
-        where: ``(n_events, 2)`` each event's robot and site, None where not logged.
+        cells: the (robot, site) pairs episodes ran at, either None where not logged but
+            never both. A robot is known by its site too: robot IDs may repeat across sites.
+        cell: ``(n_events,)`` each event's index into ``cells``, -1 where it has neither.
+        exposure: ``(n_cells,)`` real episodes analysed at each cell, successes included.
         symptom: ``(n_events,)`` each event's failure label, None where none is logged.
-        exposure: (robot, site) -> real episodes analysed there, successes and failures.
-        sim_rate: failure label -> share of sim rollouts that fail with it; the key None
-            holds the share that fail at all. A symptom sim labels none of its failures
-            with is one sim does not predict (rate 0), unless sim labels no failure at all.
+        sim_rate: failure label -> sim's rate of failures showing it; the key None: its
+            rate of failures at all.
     """
 
-    where: np.ndarray
+    cells: tuple[tuple[str | None, str | None], ...]
+    cell: np.ndarray
+    exposure: np.ndarray
     symptom: np.ndarray
-    exposure: Mapping[tuple[str | None, str | None], int]
     sim_rate: Mapping[str | None, float]
 
-    @property
+    @cached_property
+    def sites(self) -> tuple[str, ...]:
+        """The sites of ``cells``, sorted."""
+        return tuple(sorted({s for _, s in self.cells if s is not None}))
+
+    @cached_property
+    def cell_site(self) -> np.ndarray:
+        """``(n_cells,)`` each cell's index into :attr:`sites`, -1 where it has none."""
+        index: dict[str | None, int] = {s: i for i, s in enumerate(self.sites)}
+        return np.array([index.get(s, -1) for _, s in self.cells], dtype=np.int64)
+
+    @cached_property
+    def cell_robot(self) -> np.ndarray:
+        """``(n_cells,)`` whether a cell names a robot."""
+        return np.array([r is not None for r, _ in self.cells], dtype=bool)
+
+    @cached_property
     def placed(self) -> np.ndarray:
         """``(n_events,)`` whether an event has a robot or a site."""
-        return np.array([any(p is not None for p in row) for row in self.where], dtype=bool)
+        return self.cell >= 0
+
+    def rate(self, rows: np.ndarray) -> float:
+        """Sim's rate of failures showing the symptoms of events ``rows``: the sum over
+        their symptoms, at most its rate of failures at all. An unlabelled event, or one
+        whose label sim never used, may be any of sim's failures."""
+        total = self.sim_rate.get(None, 0.0)
+        symptoms = set(self.symptom[rows].tolist())
+        return min(total, sum(self.sim_rate.get(s, total) for s in symptoms))
 
     def at(self, places: frozenset[Place]) -> np.ndarray:
-        """``(n_events,)`` whether an event with a place happened at one of ``places``."""
-        if _FLEET in places:
+        """``(n_events,)`` whether each event with a place happened at one of ``places``."""
+        if (FLEET, 0) in places:
             return self.placed
-        return np.array([any((level, name) in places for level, name in enumerate(row))
-                         for row in self.where], dtype=bool)
+        robots = [i for level, i in places if level == ROBOT]
+        sites = [i for level, i in places if level == SITE]
+        inside = np.isin(np.arange(len(self.cells)), robots) | np.isin(self.cell_site, sites)
+        return self.placed & inside[np.maximum(self.cell, 0)]
 
-    def expected(self, cells: list[tuple[str | None, str | None]], rows: np.ndarray,
-                 look_alike: float = 1.0) -> float:
-        """How many sim-like failures showing the symptoms of events ``rows`` sim's own
-        failure rate predicts among the episodes of ``cells`` ((robot, site) pairs).
-
-        ``look_alike``: the share of sim's comparisons that look like those events; the
-        prediction is the smaller of it and sim's rate of their symptoms.
-        """
-        episodes = sum(self.exposure.get(cell, 0) for cell in cells)
-        if len(self.sim_rate) == 1:
-            # Sim labels none of its failures: any of them may show any symptom.
-            rate = self.sim_rate[None]
-        else:
-            symptoms = {None if s is None else str(s) for s in self.symptom[rows]}
-            rate = sum(self.sim_rate.get(s, 0.0) for s in symptoms)
-        return episodes * min(rate, look_alike)
+    def name(self, place: Place) -> str:
+        """How a report names ``place``."""
+        level, i = place
+        if level == ROBOT:
+            return f"robot {self.cells[i][0]}"
+        return f"site {self.sites[i]}" if level == SITE else "the whole fleet"
 
 
 def fleet_of(events: pa.Table, real: pa.Table, sim: pa.Table) -> Fleet:
     """The :class:`Fleet` of failure ``events`` among the analysed ``real`` episodes.
+
+    Sim's rate of a symptom is its share of sim's labelled failures times sim's rate of
+    failures at all: failures sim left unlabelled are spread over the labels alike.
 
     Args:
         events: the failures being clustered.
@@ -85,16 +107,19 @@ def fleet_of(events: pa.Table, real: pa.Table, sim: pa.Table) -> Fleet:
         sim: the sim rollouts (their failure rate per label).
     """
     sim_failed = sim.filter(pc.equal(sim["outcome"], "failure"))
-    n_sim = max(sim.num_rows, 1)
-    rate: dict[str | None, float] = {None: sim_failed.num_rows / n_sim}
-    for label in _column(sim_failed, "failure_label"):
-        if label is not None:
-            rate[label] = rate.get(label, 0.0) + 1.0 / n_sim
-    exposure: dict[tuple[str | None, str | None], int] = {}
-    for robot, site in _places(real):
-        exposure[robot, site] = exposure.get((robot, site), 0) + 1
-    return Fleet(_places(events), np.array(_column(events, "failure_label"), dtype=object),
-                 exposure, rate)
+    total = sim_failed.num_rows / max(sim.num_rows, 1)
+    labels = Counter(v for v in _column(sim_failed, "failure_label") if v is not None)
+    labelled = sum(labels.values())
+    rate: dict[str | None, float] = {None: total}
+    rate.update({label: total * n / labelled for label, n in labels.items()})
+    real_cells = _cells(real)
+    event_cells = _cells(events)
+    cells = tuple(sorted({c for c in real_cells + event_cells if c != (None, None)}, key=str))
+    index = {c: i for i, c in enumerate(cells)}
+    exposure = np.bincount([index[c] for c in real_cells if c in index], minlength=len(cells))
+    cell = np.array([index.get(c, -1) for c in event_cells], dtype=np.int64)
+    return Fleet(cells, cell, exposure, np.array(_column(events, "failure_label"), dtype=object),
+                 rate)
 
 
 @dataclass(frozen=True)
@@ -102,59 +127,70 @@ class Excess:
     """A cluster's failures at one place against what sim's own failure rate predicts."""
 
     place: Place
+    name: str
     failures: int
     expected: float
 
     def __str__(self) -> str:
-        kind = ("robot ", "site ", "the whole fleet")[self.place[0]]
-        return f"{kind}{self.place[1]} ({self.failures} where sim predicts " \
-               f"{self.expected:.1f})"
-
-
-def hot_places(labels: np.ndarray, fleet: Fleet, look_alike: Mapping[int, float],
-               alpha: float) -> dict[int, frozenset[Place]]:
-    """Per cluster (the keys of ``look_alike``: each cluster's share of sim's comparisons
-    that look like it), the places where it has more failures than sim's own failure rate
-    explains: the chance that sim-like failures alone (Poisson, at the rate
-    :meth:`Fleet.expected` gives) produce as many of its members there is at most ``alpha``.
-
-    Robots are tested first, then each site on its members beyond its hot robots, then the
-    fleet beyond both: a site is not hot for a cause that acts on one of its robots only.
-    """
-    return {c: frozenset(e.place for e in excess(fleet, np.flatnonzero(labels == c), share,
-                                                 alpha))
-            for c, share in look_alike.items()}
+        return f"{self.name} ({self.failures} where sim predicts {self.expected:.1f})"
 
 
 def excess(fleet: Fleet, rows: np.ndarray, look_alike: float, alpha: float) -> list[Excess]:
-    """The places where events ``rows`` (one cluster, ``look_alike`` of sim's comparisons
-    like it) are more than sim's failure rate explains at chance ``alpha``, by the rule of
-    :func:`hot_places`; most failures first."""
-    found: list[Excess] = []
+    """The places where events ``rows`` (of one cluster) are more than sim predicts.
+
+    Per episode, sim predicts the smaller of its rate of their symptoms
+    (:meth:`Fleet.rate`) and ``look_alike``, the share of its own comparisons that
+    deviate like them: each bounds from above the rate of sim-like failures that do both,
+    so the test errs towards calling nowhere hot. A place is hot when the Poisson chance
+    of as many failures there is small: Benjamini-Hochberg at ``alpha`` over the places
+    tested at its level (among a thousand robots, some twenty would pass ``alpha`` by
+    chance). Robots are tested first, then each site on its failures beyond its hot
+    robots, then the fleet beyond both: a site is not hot for a cause of one of its robots.
+
+    Returns:
+        The hot places, most failures first.
+    """
     rows = rows[fleet.placed[rows]]
-    for level in range(len(_LEVELS) + 1):
-        robots = {e.place[1] for e in found if e.place[0] == 0}
-        sites = {e.place[1] for e in found if e.place[0] == 1}
-        rows_at: dict[str, list[int]] = {}
-        for i in rows.tolist():
-            robot, site = fleet.where[i]
-            name = (robot, site, "")[level]
-            if name is not None and robot not in robots and site not in sites:
-                rows_at.setdefault(name, []).append(i)
-        for name, at in rows_at.items():
-            cells = [cell for cell in fleet.exposure
-                     if (*cell, "")[level] == name and cell[0] not in robots
-                     and cell[1] not in sites]
-            expected = fleet.expected(cells, np.array(at), look_alike)
-            if poisson.sf(len(at) - 1, expected) <= alpha:
-                found.append(Excess((level, name), len(at), expected))
+    if rows.size == 0:
+        return []
+    per_episode = min(fleet.rate(rows), look_alike)
+    cell = fleet.cell[rows]
+    counts = np.bincount(cell, minlength=len(fleet.cells))
+    expected = fleet.exposure * per_episode
+    robots = _hot(np.flatnonzero((counts > 0) & fleet.cell_robot), counts, expected, alpha)
+    found = [Excess((ROBOT, int(i)), fleet.name((ROBOT, int(i))), int(counts[i]),
+                    float(expected[i])) for i in robots]
+    cold = np.ones(len(fleet.cells), dtype=bool)
+    cold[robots] = False
+    site, n_sites = fleet.cell_site, len(fleet.sites)
+    with_site = cold & (site >= 0)
+    site_counts = np.bincount(site[with_site], weights=counts[with_site], minlength=n_sites)
+    site_expected = np.bincount(site[with_site], weights=expected[with_site],
+                                minlength=n_sites)
+    sites = _hot(np.flatnonzero(site_counts > 0), site_counts, site_expected, alpha)
+    found += [Excess((SITE, int(i)), fleet.name((SITE, int(i))), int(site_counts[i]),
+                     float(site_expected[i])) for i in sites]
+    cold &= ~np.isin(site, sites)
+    rest, rest_expected = counts[cold].sum(), expected[cold].sum()
+    if rest and _hot(np.zeros(1, np.int64), np.array([rest]), np.array([rest_expected]),
+                     alpha).size:
+        found.append(Excess((FLEET, 0), fleet.name((FLEET, 0)), int(rest),
+                            float(rest_expected)))
     return sorted(found, key=lambda e: (-e.failures, e.place))
 
 
-def _places(table: pa.Table) -> np.ndarray:
-    """``(n_rows, 2)``: each row's robot and site."""
-    columns = [_column(table, name) for name in _LEVELS]
-    return np.array(list(zip(*columns, strict=True)), dtype=object).reshape(-1, len(_LEVELS))
+def _hot(tested: np.ndarray, counts: np.ndarray, expected: np.ndarray,
+         alpha: float) -> np.ndarray:
+    """The entries of ``tested`` whose ``counts`` are significantly above ``expected``."""
+    if tested.size == 0:
+        return tested
+    p = poisson.sf(counts[tested] - 1, expected[tested])
+    significant: np.ndarray = multipletests(p, alpha=alpha, method="fdr_bh")[0]
+    return tested[significant]
+
+
+def _cells(table: pa.Table) -> list[tuple[str | None, str | None]]:
+    return list(zip(_column(table, "robot_id"), _column(table, "site"), strict=True))
 
 
 def _column(table: pa.Table, name: str) -> list[str | None]:

@@ -46,9 +46,8 @@ def label_cluster(
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
-    ``excess``: the places where the cluster fails more often than sim's own failure rate
-    explains (:func:`sim2real.cluster.location.excess`); the explanation names the first
-    three.
+    ``excess``: the places where the cluster fails more often than sim predicts
+    (:func:`sim2real.cluster.location.excess`); the explanation names the first three.
 
     The rule a careful engineer would follow: unseen context first (nothing else can be
     trusted where sim never went); otherwise infrastructure when its deviation is at least
@@ -76,7 +75,7 @@ def label_cluster(
     where = _where(rows, robots, sites)
     text = _explain(taxonomy, sig, rows, channels, medians, where)
     if excess:
-        text += (" More failures than sim's own rate explains at "
+        text += (" More failures than sim predicts at "
                  f"{'; '.join(map(str, excess[:3]))}.")
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 

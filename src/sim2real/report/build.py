@@ -81,8 +81,8 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        located = diagnosis.clusterer.excess(rows, index, diagnosis.fleet)
-        label = label_cluster(diagnosis.signatures, rows, robots, sites, located)
+        label = label_cluster(diagnosis.signatures, rows, robots, sites,
+                              diagnosis.clusterer.hot_places(index))
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)

@@ -3,7 +3,7 @@
 1. ``diagnose`` the baseline deployments: their clusters, IDs as ``analyze`` gives them;
 2. score the candidate deployments' failures with the *same* fitted yardstick and assign
    them to the baseline clusters (:meth:`FailureClusterer.predict`). Baseline failures are
-   counted by the same rule, so both sides are assigned alike;
+   counted by the same rule, under the same hot places, so both sides are assigned alike;
 3. failures that fit no cluster, on both sides, are clustered together; a group whose
    candidate rate is significantly above its baseline rate is reported as ``new``;
 4. per cluster, the rate ratio candidate / baseline (failures per real episode):
@@ -107,15 +107,23 @@ def validate(
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
     failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
-    base_labels = diagnosis.clusterer.predict(diagnosis.features, diagnosis.fleet)
+    clusterer = diagnosis.clusterer
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
         cand_features = signature_features(sig, like=diagnosis.features)
         cand_fleet = fleet_of(failures, cand_real, sim_episodes(ds))
-        cand_labels = diagnosis.clusterer.predict(cand_features, cand_fleet)
+        # Both sides under the same hot places, those where either side has them.
+        hot = clusterer.places(cand_features, cand_fleet)
+        cand_labels = clusterer.predict(cand_features, cand_fleet, hot)
+        cand_left = (cand_labels < 0) & (clusterer.predict(cand_features) < 0)
     else:
+        hot = None
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
-        cand_labels = np.zeros(0, int)
+        cand_labels = cand_left = np.zeros(0, int)
+    base_labels = clusterer.predict(diagnosis.features, diagnosis.fleet, hot)
+    # What a cluster left behind at places it is not hot at still looks like it: the
+    # failures no cluster's signature takes are the candidates for new groups.
+    base_left = (base_labels < 0) & (clusterer.predict(diagnosis.features) < 0)
     tests = []
     for f, identity in zip(findings, ids, strict=True):
         b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
@@ -123,8 +131,7 @@ def validate(
     known = [i.cluster_id for i in ids] + [c.cluster_id for c in (previous.clusters
                                                                    if previous else [])]
     next_k = 1 + max((int(k[1:]) for k in known if k[1:].isdigit()), default=0)
-    for taxonomy, b, c in _new_groups(diagnosis, base_labels, cand_features, cand_labels,
-                                      config):
+    for taxonomy, b, c in _new_groups(diagnosis, base_left, cand_features, cand_left, config):
         tests.append((f"C{next_k}", taxonomy, b, c, True))
         next_k += 1
     clusters = _verdicts(tests, base_n, cand_n)
@@ -136,11 +143,12 @@ def validate(
     return result
 
 
-def _new_groups(diagnosis: Diagnosis, base_labels: np.ndarray, cand_features: FeatureSpace,
-                cand_labels: np.ndarray, config: AnalysisConfig) -> list[tuple[str, int, int]]:
-    """Dense groups among the failures no baseline cluster takes, from both sides."""
-    base_left = np.flatnonzero(base_labels < 0)
-    cand_left = np.flatnonzero(cand_labels < 0)
+def _new_groups(diagnosis: Diagnosis, base_free: np.ndarray, cand_features: FeatureSpace,
+                cand_free: np.ndarray, config: AnalysisConfig) -> list[tuple[str, int, int]]:
+    """Dense groups among the failures no baseline cluster takes (``base_free``,
+    ``cand_free``: masks), from both sides."""
+    base_left = np.flatnonzero(base_free)
+    cand_left = np.flatnonzero(cand_free)
     if cand_left.size == 0:
         return []
     pooled = FeatureSpace.concat([diagnosis.features.take(base_left),
