@@ -274,9 +274,9 @@ class FailureClusterer:
         seed: chooses that sample.
         tail: share of no-gap comparisons that would reach a cluster by that rule.
         faint_tail: the same for events in which no family deviates.
-        alpha: chance that sim-like failures alone make a place hot. 0.02 keeps a thin
-            cause spread over the whole fleet (ten synthetic fleets, a cause failing one
-            episode in 30 on every robot) where 0.01 lost it in two of them.
+        alpha: false discovery rate of hot places. 0.02 keeps a thin cause spread over
+            the whole fleet in all of ten synthetic fleets (a cause active in 3 % to 12 %
+            of every robot's episodes), where 0.01 lost it in one.
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
