@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim2real.cluster.density import FailureClusterer, FeatureSpace
-from sim2real.cluster.location import FLEET, ROBOT, SITE, Fleet, excess, fleet_of
+from sim2real.cluster.location import FLEET, ROBOT, SITE, Fleet, Place, excess, fleet_of
 
 _CHANNELS = 6
 _ROBOTS = ("a1", "a2", "a3", "b1", "b2", "b3")  # a* at site_a, b* at site_b
@@ -23,30 +23,31 @@ def _fleet(robots: list[str], symptom: str | None = "drop") -> Fleet:
                  {None: _SIM_RATE, "drop": _SIM_RATE})
 
 
-def _hot(robots: list[str], look_alike: float = 1.0) -> set[tuple[int, int]]:
+def _hot(robots: list[str], look_alike: float = 1.0) -> set[Place]:
     fleet = _fleet(robots)
     return {e.place for e in excess(fleet, np.arange(len(robots)), look_alike, alpha=0.02)}
 
 
 def test_a_robot_is_hot_where_its_failures_exceed_sims_rate() -> None:
     # 12 drops on a1 where sim predicts 2; 1 on each of three others.
-    assert _hot(["a1"] * 12 + ["a2", "b1", "b2"]) == {(ROBOT, 0)}
+    assert _hot(["a1"] * 12 + ["a2", "b1", "b2"]) == {(ROBOT, "a1", "site_a")}
 
 
 def test_a_site_is_hot_for_a_cause_thin_on_each_of_its_robots() -> None:
     # 5 drops on each b robot (2 predicted on each: not significant alone), 15 on site_b
     # where 6 are predicted; one drop on a1.
-    assert _hot(["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]) == {(SITE, 1)}
+    assert _hot(["b1"] * 5 + ["b2"] * 5 + ["b3"] * 5 + ["a1"]) == {(SITE, None, "site_b")}
 
 
 def test_the_fleet_is_hot_for_a_cause_thin_everywhere() -> None:
     # 3 on each robot where sim's look-alikes predict 1.5, 9 on each site (4.5 predicted):
     # neither is significant alone; 18 in the fleet where 9 are predicted is.
-    assert _hot([r for r in _ROBOTS for _ in range(3)], look_alike=0.015) == {(FLEET, 0)}
+    assert _hot([r for r in _ROBOTS for _ in range(3)], look_alike=0.015) == {
+        (FLEET, None, None)}
 
 
 def test_a_site_is_not_hot_for_a_cause_of_one_of_its_robots() -> None:
-    assert _hot(["a1"] * 12 + ["a2", "a3"]) == {(ROBOT, 0)}
+    assert _hot(["a1"] * 12 + ["a2", "a3"]) == {(ROBOT, "a1", "site_a")}
 
 
 def test_a_robot_id_at_two_sites_is_two_robots() -> None:
@@ -54,9 +55,9 @@ def test_a_robot_id_at_two_sites_is_two_robots() -> None:
     fleet = Fleet(cells, np.zeros(8, np.int64), np.array([100, 100]),
                   np.array(["drop"] * 8, dtype=object), {None: _SIM_RATE, "drop": _SIM_RATE})
     found = excess(fleet, np.arange(8), 1.0, alpha=0.02)
-    assert [e.place for e in found] == [(ROBOT, 0)]
-    assert fleet.at(frozenset({(ROBOT, 0)})).all()
-    assert not fleet.at(frozenset({(ROBOT, 1)})).any()
+    assert [e.place for e in found] == [(ROBOT, "r1", "A")]
+    assert fleet.at(frozenset({(ROBOT, "r1", "A")})).all()
+    assert not fleet.at(frozenset({(ROBOT, "r1", "B")})).any()
 
 
 def test_excess_says_how_many_failures_against_how_many_predicted() -> None:
@@ -113,6 +114,17 @@ def test_events_without_a_place_are_left_as_they_are() -> None:
     nowhere = Fleet(_CELLS, np.full(len(robots), -1, np.int64), np.full(len(_CELLS), 100),
                     np.array(["drop"] * len(robots), dtype=object), {None: _SIM_RATE})
     np.testing.assert_array_equal(clusterer.predict(space, nowhere), clusterer.predict(space))
+
+
+def test_places_carry_over_to_a_fleet_listed_otherwise() -> None:
+    space, robots, _ = _space(np.random.default_rng(4))
+    clusterer = FailureClusterer(min_cluster_size=10).fit(space, _fleet(robots))
+    # The same events in a fleet whose cells come in another order, with one more robot.
+    cells = (("c1", "site_c"), *reversed(_CELLS))
+    fleet = Fleet(cells, np.array([cells.index((r, f"site_{r[0]}")) for r in robots]),
+                  np.full(len(cells), _EPISODES), np.array(["drop"] * len(robots), dtype=object),
+                  {None: _SIM_RATE, "drop": _SIM_RATE})
+    np.testing.assert_array_equal(clusterer.predict(space, fleet), clusterer.labels_)
 
 
 def test_a_cause_that_spreads_to_another_robot_stays_its_cluster() -> None:

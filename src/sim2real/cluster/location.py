@@ -24,9 +24,11 @@ from statsmodels.stats.multitest import multipletests
 
 __all__ = ["FLEET", "ROBOT", "SITE", "Excess", "Fleet", "Place", "excess", "fleet_of"]
 
-# (level, index): a robot (index into Fleet.cells), a site (into Fleet.sites), the fleet (0).
-Place = tuple[int, int]
+# (level, robot, site): a robot at its site, a site (robot None), the fleet (both None).
+# Named, not indexed: a fit's places apply to the fleet of other deployments.
+Place = tuple[int, str | None, str | None]
 ROBOT, SITE, FLEET = 0, 1, 2
+_FLEET: Place = (FLEET, None, None)
 
 
 @dataclass(frozen=True)
@@ -80,19 +82,20 @@ class Fleet:
 
     def at(self, places: frozenset[Place]) -> np.ndarray:
         """``(n_events,)`` whether each event with a place happened at one of ``places``."""
-        if (FLEET, 0) in places:
+        if _FLEET in places:
             return self.placed
-        robots = [i for level, i in places if level == ROBOT]
-        sites = [i for level, i in places if level == SITE]
-        inside = np.isin(np.arange(len(self.cells)), robots) | np.isin(self.cell_site, sites)
-        return self.placed & inside[np.maximum(self.cell, 0)]
+        robots = {(r, s) for level, r, s in places if level == ROBOT}
+        sites = {s for level, _, s in places if level == SITE}
+        inside = np.array([c in robots or c[1] in sites for c in self.cells], dtype=bool)
+        return self.placed & inside[np.maximum(self.cell, 0)] if len(inside) else self.placed
 
-    def name(self, place: Place) -> str:
+    @staticmethod
+    def name(place: Place) -> str:
         """How a report names ``place``."""
-        level, i = place
+        level, robot, site = place
         if level == ROBOT:
-            return f"robot {self.cells[i][0]}"
-        return f"site {self.sites[i]}" if level == SITE else "the whole fleet"
+            return f"robot {robot}"
+        return f"site {site}" if level == SITE else "the whole fleet"
 
 
 def fleet_of(events: pa.Table, real: pa.Table, sim: pa.Table) -> Fleet:
@@ -158,8 +161,7 @@ def excess(fleet: Fleet, rows: np.ndarray, look_alike: float, alpha: float) -> l
     counts = np.bincount(cell, minlength=len(fleet.cells))
     expected = fleet.exposure * per_episode
     robots = _hot(np.flatnonzero((counts > 0) & fleet.cell_robot), counts, expected, alpha)
-    found = [Excess((ROBOT, int(i)), fleet.name((ROBOT, int(i))), int(counts[i]),
-                    float(expected[i])) for i in robots]
+    found = [_excess((ROBOT, *fleet.cells[i]), counts[i], expected[i]) for i in robots]
     cold = np.ones(len(fleet.cells), dtype=bool)
     cold[robots] = False
     site, n_sites = fleet.cell_site, len(fleet.sites)
@@ -168,15 +170,18 @@ def excess(fleet: Fleet, rows: np.ndarray, look_alike: float, alpha: float) -> l
     site_expected = np.bincount(site[with_site], weights=expected[with_site],
                                 minlength=n_sites)
     sites = _hot(np.flatnonzero(site_counts > 0), site_counts, site_expected, alpha)
-    found += [Excess((SITE, int(i)), fleet.name((SITE, int(i))), int(site_counts[i]),
-                     float(site_expected[i])) for i in sites]
+    found += [_excess((SITE, None, fleet.sites[i]), site_counts[i], site_expected[i])
+              for i in sites]
     cold &= ~np.isin(site, sites)
     rest, rest_expected = counts[cold].sum(), expected[cold].sum()
     if rest and _hot(np.zeros(1, np.int64), np.array([rest]), np.array([rest_expected]),
                      alpha).size:
-        found.append(Excess((FLEET, 0), fleet.name((FLEET, 0)), int(rest),
-                            float(rest_expected)))
-    return sorted(found, key=lambda e: (-e.failures, e.place))
+        found.append(_excess(_FLEET, rest, rest_expected))
+    return sorted(found, key=lambda e: (-e.failures, e.name))
+
+
+def _excess(place: Place, failures: float, expected: float) -> Excess:
+    return Excess(place, Fleet.name(place), int(failures), float(expected))
 
 
 def _hot(tested: np.ndarray, counts: np.ndarray, expected: np.ndarray,
