@@ -369,14 +369,21 @@ class FailureClusterer:
         groups = space.groups[left][:, None]
         faint = groups == "unexplained"
         threshold = np.where(faint, self.faint_thresholds_[None, :], self.thresholds_[None, :])
-        margin = (space.effects[left] @ self.directions_.T) / np.maximum(threshold, 1e-12)
         free = ~np.isin(groups, _UPSTREAM_GROUPS) | (groups == self.direction_groups_[None, :])
-        margin = np.where(free, margin, -np.inf)
+        out = labels.copy()
+        out[left] = self._furthest(space.effects[left], threshold, free)
+        return out
+
+    def _furthest(self, effects: np.ndarray, threshold: np.ndarray,
+                  allowed: np.ndarray) -> np.ndarray:
+        """For each row of ``effects``, the ``allowed`` cluster it deviates along furthest
+        past that cluster's ``threshold`` (the two broadcast against ``(rows, clusters)``);
+        -1 where it passes none."""
+        margin = (effects @ self.directions_.T) / np.maximum(threshold, 1e-12)
+        margin = np.where(allowed, margin, -np.inf)
         best = margin.argmax(axis=1)
         passed = margin[np.arange(len(best)), best] > 1.0
-        out = labels.copy()
-        out[left] = np.where(passed, self.direction_ids_[best], -1)
-        return out
+        return np.where(passed, self.direction_ids_[best], -1)
 
     def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None,
                hot: dict[int, list[Excess]] | None) -> np.ndarray:
@@ -396,12 +403,7 @@ class FailureClusterer:
         left = np.flatnonzero((out < 0) & placed)
         if left.size == 0 or not ids:
             return out
-        margin = (space.effects[left] @ self.directions_.T) \
-            / np.maximum(self.thresholds_, 1e-12)[None, :]
-        margin = np.where(at[left], margin, -np.inf)
-        best = margin.argmax(axis=1)
-        passed = margin[np.arange(left.size), best] > 1.0
-        out[left] = np.where(passed, self.direction_ids_[best], -1)
+        out[left] = self._furthest(space.effects[left], self.thresholds_[None, :], at[left])
         return out
 
     def hot_places(self, cluster: int) -> list[Excess]:
