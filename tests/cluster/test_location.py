@@ -133,7 +133,7 @@ def test_a_cause_that_spreads_to_another_robot_stays_its_cluster() -> None:
     cluster = clusterer.labels_[0]
     # The same strong events, now on b1: 33 where sim predicts 2.
     moved = _fleet(["b1"] * 33 + robots[33:])
-    labels = clusterer.predict(space, moved, clusterer.places(space, moved))
+    labels = clusterer.predict(space, moved, clusterer.places(clusterer.predict(space), moved))
     assert np.all(labels[:33] == cluster)
     # Under the fitted places alone, b1 is no hot place of the cluster.
     assert np.all(clusterer.predict(space, moved)[:33] == -1)

@@ -318,8 +318,8 @@ class FailureClusterer:
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
         self._fit_directions(space)
         labels = self._attach_faint(space, self.labels_)
-        self.hot_ = self._hot(labels, fleet) if fleet is not None else None
-        self.labels_ = self._place(space, labels, fleet, self.hot_)
+        self.hot_ = None if fleet is None else self._hot(labels, fleet)
+        self.labels_ = labels if fleet is None else self.place(space, labels, fleet)
         return self
 
     def _hot(self, labels: np.ndarray, fleet: Fleet) -> dict[int, list[Excess]]:
@@ -385,10 +385,13 @@ class FailureClusterer:
         passed = margin[np.arange(len(best)), best] > 1.0
         return np.where(passed, self.direction_ids_[best], -1)
 
-    def _place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet | None,
-               hot: dict[int, list[Excess]] | None) -> np.ndarray:
-        """``labels`` with the places' rule of the class docstring applied."""
-        if fleet is None or hot is None:
+    def place(self, space: FeatureSpace, labels: np.ndarray, fleet: Fleet,
+              hot: dict[int, list[Excess]] | None = None) -> np.ndarray:
+        """``labels`` (:meth:`predict` without a fleet) with the places' rule of the class
+        docstring applied at hot places ``hot`` (default: those learnt in :meth:`fit`;
+        see :meth:`places`): :meth:`predict` with a fleet, without assigning anew."""
+        hot = self.hot_ if hot is None else hot
+        if hot is None:
             return labels
         placed = fleet.placed
         ids = self.direction_ids_.tolist()
@@ -411,13 +414,19 @@ class FailureClusterer:
         (none for a cluster of unseen context, or when fitted without places)."""
         return list((self.hot_ or {}).get(cluster, []))
 
-    def places(self, space: FeatureSpace, fleet: Fleet) -> dict[int, list[Excess]]:
-        """The hot places learnt in :meth:`fit`, with those where the events of ``space``
-        are themselves more than sim predicts: a cause that spread to another robot is
-        still its cluster. Pass them to :meth:`predict` for every side of a comparison."""
+    def places(self, assigned: np.ndarray, fleet: Fleet) -> dict[int, list[Excess]]:
+        """The hot places learnt in :meth:`fit`, with those where new events are themselves
+        more than sim predicts: a cause that spread to another robot is still its cluster.
+        Pass them to :meth:`place` (or :meth:`predict`) for every side of a comparison.
+
+        Args:
+            assigned: the new events' clusters by signature alone (:meth:`predict` without
+                a fleet).
+            fleet: where they happened.
+        """
         if self.hot_ is None:
             return {}
-        here = self._hot(self._assign(space), fleet)
+        here = self._hot(assigned, fleet)
         out = {}
         for c, known in self.hot_.items():
             seen = {e.place for e in known}
@@ -432,9 +441,7 @@ class FailureClusterer:
         hot places ``hot`` (default: those learnt in :meth:`fit`; see :meth:`places`).
         """
         labels = self._assign(space)
-        if fleet is None or self.hot_ is None:
-            return labels
-        return self._place(space, labels, fleet, self.hot_ if hot is None else hot)
+        return labels if fleet is None else self.place(space, labels, fleet, hot)
 
     def _assign(self, space: FeatureSpace) -> np.ndarray:
         """The fitted clusters' density rule, then the faint events' rule."""

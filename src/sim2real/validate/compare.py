@@ -113,17 +113,19 @@ def validate(
         cand_features = signature_features(sig, like=diagnosis.features)
         cand_fleet = fleet_of(failures, cand_real, sim_episodes(ds))
         # Both sides under the same hot places, those where either side has them.
-        hot = clusterer.places(cand_features, cand_fleet)
-        cand_labels = clusterer.predict(cand_features, cand_fleet, hot)
-        cand_left = (cand_labels < 0) & (clusterer.predict(cand_features) < 0)
+        cand_assigned = clusterer.predict(cand_features)
+        hot = clusterer.places(cand_assigned, cand_fleet)
+        cand_labels = clusterer.place(cand_features, cand_assigned, cand_fleet, hot)
+        cand_left = (cand_labels < 0) & (cand_assigned < 0)
     else:
         hot = None
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
         cand_labels = cand_left = np.zeros(0, int)
-    base_labels = clusterer.predict(diagnosis.features, diagnosis.fleet, hot)
+    base_assigned = clusterer.predict(diagnosis.features)
+    base_labels = clusterer.place(diagnosis.features, base_assigned, diagnosis.fleet, hot)
     # What a cluster left behind at places it is not hot at still looks like it: the
     # failures no cluster's signature takes are the candidates for new groups.
-    base_left = (base_labels < 0) & (clusterer.predict(diagnosis.features) < 0)
+    base_left = (base_labels < 0) & (base_assigned < 0)
     tests = []
     for f, identity in zip(findings, ids, strict=True):
         b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
