@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["EpisodeIndex"]
+__all__ = ["EpisodeIndex", "one_run_each"]
 
 
 class EpisodeIndex:
@@ -45,3 +45,12 @@ class EpisodeIndex:
                 found = pc.index_in(chunk, value_set=self.ids)
                 parts.append(found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def one_run_each(codes: np.ndarray) -> bool:
+    """Whether each episode's samples (``codes``: their episodes) form one contiguous run,
+    as in files written sorted by episode."""
+    if codes.size < 2:
+        return True
+    heads = codes[np.concatenate([[True], codes[1:] != codes[:-1]])]
+    return bool(np.unique(heads).size == heads.size)

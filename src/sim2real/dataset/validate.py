@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim2real.dataset.ids import EpisodeIndex
+from sim2real.dataset.ids import EpisodeIndex, one_run_each
 from sim2real.dataset.schema import (
     CTX_PREFIX,
     EPISODES_REQUIRED,
@@ -88,7 +88,7 @@ def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.nda
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
     # Each sample against the previous one of its episode: neighbours in the file when every
     # episode is one run (files written sorted), else through a stable sort by episode.
-    order = None if _runs(codes) else np.argsort(codes, kind="stable")
+    order = None if one_run_each(codes) else np.argsort(codes, kind="stable")
     ordered_codes, ordered_t = (codes, t) if order is None else (codes[order], t[order])
     same = ordered_codes[1:] == ordered_codes[:-1]
     not_increasing = np.flatnonzero(same & (np.diff(ordered_t) <= 0)) + 1
@@ -103,14 +103,6 @@ def _is_text(kind: pa.DataType) -> bool:
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
-
-
-def _runs(codes: np.ndarray) -> bool:
-    """Whether every episode's samples are one contiguous run."""
-    if codes.size < 2:
-        return True
-    heads = codes[np.concatenate([[True], codes[1:] != codes[:-1]])]
-    return bool(np.unique(heads).size == heads.size)
 
 
 def _normalise(table: pa.Table, file: str) -> pa.Table:

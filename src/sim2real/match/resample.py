@@ -18,6 +18,8 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from sim2real.dataset.ids import one_run_each
+
 __all__ = ["Resampler"]
 
 # A grid step counts as inside an episode up to this long after its last sample, so that
@@ -138,13 +140,8 @@ class _Runs:
 
 def _grouped(codes: np.ndarray, t: np.ndarray) -> bool:
     """Whether each episode's rows already form one run with ``t`` increasing."""
-    if codes.size < 2:
-        return True
-    boundary = codes[1:] != codes[:-1]
-    if not np.all(boundary | (np.diff(t) > 0)):
-        return False
-    heads = codes[np.concatenate([[True], boundary])]
-    return bool(np.unique(heads).size == heads.size)
+    increasing = np.all((codes[1:] != codes[:-1]) | (np.diff(t) > 0))
+    return bool(increasing) and one_run_each(codes)
 
 
 @numba.njit(parallel=True, nogil=True, cache=True)
