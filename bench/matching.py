@@ -32,8 +32,9 @@ def matching(dataset: Path) -> dict[str, Any]:
     """Recall@10 and speed of the fast path against brute-force DTW."""
     from sim2real.dataset import load_dataset
     from sim2real.match.dtw import HAVE_NUMBA, dtw_distances
-    from sim2real.match.grid import build_grid, grid_step
+    from sim2real.match.grid import build_grid
     from sim2real.match.index import FlatIndex, paa_descriptors
+    from sim2real.match.timebase import time_base
 
     ds = load_dataset(dataset)
     ep = ds.episodes
@@ -43,8 +44,8 @@ def matching(dataset: Path) -> dict[str, Any]:
     picked = sorted(rng.choice(real.num_rows, size=min(N_QUERIES, real.num_rows),
                                replace=False).tolist())
     failures = real.take(picked)
-    dt = grid_step(ds, sim)
     channels = [c for c in ds.channels if not c.startswith(("loop_", "dropped"))]
+    dt = time_base(ds, {"sim": sim}, channels).dt
     sim_grid = build_grid(ds, sim, channels, dt, 12.0)
     bank = _windows(sim_grid, sim_grid.durations)
     scale = np.nanstd(bank.reshape(-1, bank.shape[-1]), axis=0)

@@ -67,6 +67,10 @@ def main() -> None:
               show_default=True, help="Seconds before each failure that are compared.")
 @click.option("--min-cluster-size", type=click.IntRange(2), default=None,
               help="Smallest group called a cluster [default: 2% of failures, at least 5].")
+@click.option("--rate", "rate_hz", type=click.FloatRange(0, min_open=True), default=None,
+              help="Samples per second of the time grid every channel is resampled onto "
+                   "[default: the rate of the fastest channel, measured between its own "
+                   "samples].")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
               show_default=True,
               help="Where the heavy stages run: processes here, or Ray tasks "
@@ -75,8 +79,8 @@ def main() -> None:
               help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
-            window_s: float, min_cluster_size: int | None, engine: str, address: str | None,
-            quiet: bool) -> None:
+            window_s: float, min_cluster_size: int | None, rate_hz: float | None, engine: str,
+            address: str | None, quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -87,7 +91,8 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
     dynamics_mismatch, task_scope_overflow, deployment_system_noise or unexplained, and its
     rate per deployment is tracked.
 
-    DATASET is a folder in the sim2real dataset format (episodes + signals, Parquet or CSV):
+    DATASET is a folder in the sim2real dataset format (episodes + signals, Parquet or CSV;
+    signals wide, one column per channel, or long, episode_id/t/channel/value rows):
     a local path or any URI pyarrow's filesystems open (s3://bucket/fleet-2026-11,
     gs://..., file:///...), with the store's usual credentials (AWS_* variables, ~/.aws...).
     Writes OUT/report.json (the scriptable contract), OUT/report.html (open it in a
@@ -104,7 +109,7 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
     from sim2real.pipeline import AnalysisConfig
 
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
-                            min_cluster_size=min_cluster_size, seed=seed)
+                            min_cluster_size=min_cluster_size, seed=seed, rate_hz=rate_hz)
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
                          engine=engine, address=address)
     if not quiet:

@@ -20,8 +20,9 @@ from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
 from sim2real.drift.signature import DriftScorer, SegmentDiff
 from sim2real.errors import AnalysisError, UsageError
 from sim2real.match.context import ContextTable, context_table
-from sim2real.match.grid import SignalGrid, build_grid, grid_step
+from sim2real.match.grid import SignalGrid, build_grid
 from sim2real.match.matcher import RolloutBank, RolloutMatcher
+from sim2real.match.timebase import TimeBase, check_grid_fits, time_base
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
@@ -54,6 +55,8 @@ class AnalysisConfig:
             failures: the parameter attribution's baseline.
         min_cluster_size: smallest cluster; ``None`` scales with the number of failures.
         seed: every random choice derives from it.
+        rate_hz: the time grid's rate; ``None``: the rate of the fastest channel (of the
+            coarser source), measured between that channel's own samples.
     """
 
     n_neighbors: int = 5
@@ -65,6 +68,7 @@ class AnalysisConfig:
     baseline_successes: int = 200
     min_cluster_size: int | None = None
     seed: int = 0
+    rate_hz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class Yardstick:
         channels: sim-recorded channels first, then the success-compared ones.
         sim_channels: how many of ``channels`` sim records.
         findings: ``sys.*`` values under which failures are over-represented.
-        dt: the time grid step, seconds.
+        time: the time grid's step and each source's channel periods.
         durations: every episode's last sample time.
         warnings: what had to be guessed or skipped.
     """
@@ -91,9 +95,14 @@ class Yardstick:
     channels: tuple[str, ...]
     sim_channels: int
     findings: list[SysFinding]
-    dt: float
+    time: TimeBase
     durations: Mapping[str, float]
     warnings: tuple[str, ...]
+
+    @property
+    def dt(self) -> float:
+        """The time grid step, seconds."""
+        return self.time.dt
 
 
 @dataclass(frozen=True)
@@ -245,9 +254,10 @@ def fit_yardstick(
     channels = list(ds.channels)
     with stages.stage("resample sim rollouts", 1):
         sim_ids = sim["episode_id"].to_pylist()
-        dt = max(grid_step(ds, sim_ids), grid_step(ds, failures["episode_id"].to_pylist()))
+        base = time_base(ds, {"sim": sim_ids, "real": failures["episode_id"].to_pylist()},
+                         channels, config.rate_hz)
         durations = ds.durations
-        sim_full = build_grid(ds, sim_ids, channels, dt, _t_max(durations, sim_ids), executor)
+        sim_full = _grid(ds, sim_ids, channels, base, "sim", executor)
     in_sim = sim_full.recorded()
     sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
     ref_channels = [c for c, ok in zip(channels, in_sim, strict=True) if not ok]
@@ -265,15 +275,15 @@ def fit_yardstick(
     if ref_channels:
         kept = _sample_per_task(successes, config.reference_successes, rng)
         ids = kept["episode_id"].to_pylist()
-        reference = Reference(build_grid(ds, ids, ref_channels, dt, _t_max(durations, ids),
-                                         executor), _strings(kept, "task"))
+        reference = Reference(_grid(ds, ids, ref_channels, base, "real", executor),
+                              _strings(kept, "task"))
     ordered = sim_channels + ref_channels
     families = tuple(ds.channels[c].family for c in ordered)
     with stages.stage("calibrate on sim vs sim", 1):
         scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng,
                             executor)
     return Yardstick(ds, matcher, reference, scorer, tuple(ordered), len(sim_channels),
-                     sys_findings(real), dt, durations, tuple(warnings))
+                     sys_findings(real), base, durations, tuple(warnings))
 
 
 def score_failures(
@@ -292,8 +302,7 @@ def score_failures(
     ids = failures["episode_id"].to_pylist()
     channels = list(yardstick.channels)
     read = ids + list(also)
-    grid = build_grid(ds, read, channels, yardstick.dt, _t_max(yardstick.durations, read),
-                      executor)
+    grid = _grid(ds, read, channels, yardstick.time, "real", executor)
     ends = _floats(failures, "failure_time")
     ends = np.where(np.isfinite(ends), ends, grid.durations[: len(ids)])
     queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
@@ -351,8 +360,12 @@ def _calibrate(
     return DriftScorer(families).fit(null, np.concatenate(scale))
 
 
-def _t_max(durations: Mapping[str, float], ids: list[str]) -> float:
-    return max((durations.get(e, 0.0) for e in ids), default=0.0)
+def _grid(ds: Dataset, ids: list[str], channels: Sequence[str], base: TimeBase, source: str,
+          executor: Executor | None) -> SignalGrid:
+    """The episodes ``ids`` of ``source`` on the time grid, once it is known to fit."""
+    check_grid_fits(base, ds.durations, ids, len(channels), str(ds.root))
+    t_max = max((ds.durations.get(e, 0.0) for e in ids), default=0.0)
+    return build_grid(ds, ids, channels, base.dt, t_max, executor, base.periods.get(source))
 
 
 def _strings(table: pa.Table, column: str) -> np.ndarray:

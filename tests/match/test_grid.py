@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim2real.dataset import Channel, load_dataset, write_dataset
-from sim2real.match.grid import build_grid, grid_step
+from sim2real.match.grid import build_grid
 from sim2real.match.matcher import window_times
+from sim2real.match.timebase import channel_periods
 
 
 def _dataset(tmp_path: Path) -> Path:
@@ -28,8 +29,8 @@ def _dataset(tmp_path: Path) -> Path:
 
 def test_linear_signal_resamples_exactly_at_any_rate(tmp_path: Path) -> None:
     ds = load_dataset(_dataset(tmp_path))
-    assert grid_step(ds, ["fast"]) == 0.02
-    dt = grid_step(ds, ["slow"])
+    assert channel_periods(ds, ["fast"], ["x"]) == {"x": 0.02}
+    dt = channel_periods(ds, ["slow"], ["x"])["x"]
     assert dt == 0.05
     grid = build_grid(ds, ["fast", "slow"], ["x"], dt, 2.0)
     expected = 3.0 * np.arange(grid.values.shape[1]) * dt + 1.0

@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 
 from sim2real.dataset.ids import EpisodeIndex
+from sim2real.dataset.layout import LONG_COLUMNS, Layout, layout_of, to_wide
 from sim2real.dataset.location import Location
 from sim2real.dataset.schema import (
     CTX_PREFIX,
@@ -45,6 +46,7 @@ class Dataset:
         deployments: real deployments ordered by their earliest ``started_at``.
         durations: each episode's last sample time, seconds (read while validating ``t``).
         warnings: what the loader had to guess (inferred families, derived ranges).
+        layout: ``wide`` (a column per channel) or ``long`` (``channel``, ``value`` rows).
     """
 
     root: Location
@@ -55,6 +57,7 @@ class Dataset:
     deployments: tuple[str, ...]
     durations: Mapping[str, float]
     warnings: tuple[str, ...]
+    layout: Layout = "wide"
 
     @property
     def ctx_columns(self) -> list[str]:
@@ -69,22 +72,38 @@ class Dataset:
         episode_ids: Sequence[str] | None = None,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """Samples of the given episodes (all when ``None``), ``episode_id`` and ``t`` first.
+        """Samples of the given episodes (all when ``None``), ``episode_id`` and ``t`` first,
+        in the wide layout whatever the files' (a long dataset's channels are joined on
+        ``t``, null where a channel has no sample).
 
         Only the named channel columns are read, and row groups whose ``episode_id`` range
         misses the requested IDs are skipped, so reading a few windows stays cheap.
         """
-        wanted = ["episode_id", "t", *(columns if columns is not None else self.channels)]
-        source = _signal_dataset(self.signal_files)
-        present = [c for c in wanted if c in source.schema.names]
-        filt = None
-        if episode_ids is not None:
-            filt = pc.field("episode_id").isin(pa.array(list(episode_ids), pa.string()))
-        table = source.to_table(columns=present, filter=filt)
+        names = list(columns if columns is not None else self.channels)
+        wanted = ["episode_id", "t", *names]
+        table = self.read_raw(episode_ids, names)
+        if self.layout == "long":
+            table = to_wide(table, names)
         for name in wanted:
             if name not in table.column_names:
                 table = table.append_column(name, pa.nulls(table.num_rows, pa.float64()))
         return table.select(wanted)
+
+    def read_raw(self, episode_ids: Sequence[str] | None, channels: Sequence[str]) -> pa.Table:
+        """Samples of the given episodes (all when ``None``) and ``channels``, as the files
+        hold them: ``episode_id``, ``t`` and the channel columns present (wide), or every
+        ``episode_id, t, channel, value`` row of those channels (long)."""
+        source = _signal_dataset(self.signal_files)
+        filt = None
+        if episode_ids is not None:
+            filt = pc.field("episode_id").isin(pa.array(list(episode_ids), pa.string()))
+        if self.layout == "long":
+            of_channels = pc.field("channel").isin(pa.array(list(channels), pa.string()))
+            filt = of_channels if filt is None else filt & of_channels
+            return source.to_table(columns=list(LONG_COLUMNS), filter=filt)
+        wanted = ["episode_id", "t", *channels]
+        return source.to_table(columns=[c for c in wanted if c in source.schema.names],
+                               filter=filt)
 
 
 def load_dataset(path: str | Path) -> Dataset:
@@ -108,16 +127,24 @@ def load_dataset(path: str | Path) -> Dataset:
     episodes_file = _one_of(root, "episodes.parquet", "episodes.csv")
     episodes = check_episodes(_read_table(episodes_file), str(episodes_file))
     signal_files = _signal_files(root)
-    channel_names = _channel_columns(signal_files)
+    layout = _layout(signal_files)
     known = EpisodeIndex(episodes["episode_id"].to_pylist())
     last = np.full(len(known), -np.inf)
+    found: set[str] = set()
     for file in signal_files:
-        table = _ids_and_times(file)
+        table = _ids_and_times(file, layout)
+        if layout == "long":
+            _fail_on_null(table["channel"], file)
+            found |= _distinct(table["channel"])
         codes = check_signal_part(table, str(file), known)
         # An episode may span files: keep its latest sample time over all of them.
         np.maximum.at(last, codes, table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False))
     durations = {e: float(d) for e, d in zip(known.ids.to_pylist(), last, strict=True)
                  if np.isfinite(d)}
+    channel_names = _channel_columns(signal_files) if layout == "wide" else sorted(found)
+    if not channel_names:
+        what = "channel columns besides episode_id and t" if layout == "wide" else "rows"
+        raise DatasetError(f"no {what}", file=str(signal_files[0]))
     warnings: list[str] = []
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
@@ -130,6 +157,7 @@ def load_dataset(path: str | Path) -> Dataset:
         deployments=_deployment_order(episodes),
         durations=durations,
         warnings=tuple(warnings),
+        layout=layout,
     )
 
 
@@ -166,23 +194,49 @@ def _signal_dataset(files: Sequence[Location]) -> pads.Dataset:
     return pads.dataset([f.path for f in files], format=fmt, filesystem=files[0].filesystem)
 
 
-def _ids_and_times(file: Location) -> pa.Table:
-    """The ``episode_id`` and ``t`` columns of one signals file, in file order.
+def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
+    """The ``episode_id`` and ``t`` columns of one signals file (and ``channel``, in the
+    long layout), in file order.
 
-    ``episode_id`` comes dictionary-encoded from Parquet: a row group holds a few hundred
-    episodes, so decoding one string per sample would cost more than the check itself.
+    ``episode_id`` and ``channel`` come dictionary-encoded from Parquet: a row group holds
+    a few hundred episodes, so decoding one string per sample would cost more than the
+    check itself.
     """
+    keys = ["episode_id", "t"] if layout == "wide" else ["episode_id", "t", "channel"]
     try:
         if file.suffix == ".csv":
             source = _signal_dataset([file])
         else:
-            options = pads.ParquetReadOptions(dictionary_columns={"episode_id"})
+            options = pads.ParquetReadOptions(dictionary_columns={"episode_id", "channel"})
             source = pads.dataset(file.path, filesystem=file.filesystem,
                                   format=pads.ParquetFileFormat(read_options=options))
-        for required in ("episode_id", "t"):
+        for required in keys:
             if required not in source.schema.names:
                 raise DatasetError("required column is missing", file=str(file), column=required)
-        return source.to_table(columns=["episode_id", "t"])
+        return source.to_table(columns=keys)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
+def _layout(files: Sequence[Location]) -> Layout:
+    """The layout every signals file shares.
+
+    Raises:
+        DatasetError: a file breaks its layout's rules, or the files mix layouts.
+    """
+    layouts = {str(f): layout_of(_schema(f), str(f)) for f in files}
+    if len(set(layouts.values())) > 1:
+        long = next(f for f, kind in layouts.items() if kind == "long")
+        wide = next(f for f, kind in layouts.items() if kind == "wide")
+        msg = (f"signals parts mix layouts: this one is long (episode_id, t, channel, value), "
+               f"{wide} is wide (a column per channel); write every part in one layout")
+        raise DatasetError(msg, file=long)
+    return next(iter(layouts.values()))
+
+
+def _schema(file: Location) -> pa.Schema:
+    try:
+        return _signal_dataset([file]).schema
     except (pa.ArrowInvalid, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
@@ -190,18 +244,25 @@ def _ids_and_times(file: Location) -> pa.Table:
 def _channel_columns(files: Sequence[Location]) -> list[str]:
     names: dict[str, None] = {}
     for file in files:
-        schema = _signal_dataset([file]).schema
-        for field in schema:
-            if field.name in ("episode_id", "t"):
-                continue
-            if not (pa.types.is_floating(field.type) or pa.types.is_integer(field.type)
-                    or pa.types.is_null(field.type)):
-                msg = f"channel must be numeric, found {field.type}"
-                raise DatasetError(msg, file=str(file), column=field.name)
-            names[field.name] = None
-    if not names:
-        raise DatasetError("no channel columns besides episode_id and t", file=str(files[0]))
+        names.update(dict.fromkeys(n for n in _schema(file).names if n not in ("episode_id", "t")))
     return list(names)
+
+
+def _distinct(column: pa.ChunkedArray) -> set[str]:
+    """The distinct values of a (possibly dictionary-encoded) string column."""
+    found: set[str] = set()
+    for chunk in column.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary.take(pc.unique(chunk.indices))
+        found.update(v for v in pc.unique(chunk).to_pylist() if v is not None)
+    return found
+
+
+def _fail_on_null(column: pa.ChunkedArray, file: Location) -> None:
+    missing = pc.is_null(column)
+    if pc.any(missing).as_py():
+        row = pc.index(missing, True).as_py()
+        raise DatasetError("must not be null", file=str(file), column="channel", row=row)
 
 
 def _channels(root: Location, names: list[str], warnings: list[str]) -> dict[str, Channel]:

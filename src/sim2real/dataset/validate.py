@@ -86,17 +86,30 @@ def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.nda
     if not np.all(np.isfinite(t)):
         row = int(np.flatnonzero(~np.isfinite(t))[0])
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
-    # Each sample against the previous one of its episode: neighbours in the file when every
-    # episode is one run (files written sorted), else through a stable sort by episode.
-    order = None if one_run_each(codes) else np.argsort(codes, kind="stable")
-    ordered_codes, ordered_t = (codes, t) if order is None else (codes[order], t[order])
+    # Each sample against the previous one of its episode (and channel, in the long layout):
+    # neighbours in the file when every series is one run (files written sorted), else
+    # through a stable sort by series.
+    series, within = codes, "an episode"
+    if "channel" in table.column_names:
+        channel = _channel_index(table["channel"])
+        series = codes * (int(channel.max(initial=0)) + 1) + channel
+        within = "an episode's channel"
+    order = None if one_run_each(series) else np.argsort(series, kind="stable")
+    ordered_codes, ordered_t = (series, t) if order is None else (series[order], t[order])
     same = ordered_codes[1:] == ordered_codes[:-1]
     not_increasing = np.flatnonzero(same & (np.diff(ordered_t) <= 0)) + 1
     if not_increasing.size:
         rows = not_increasing if order is None else order[not_increasing]
-        raise DatasetError("t must be strictly increasing within an episode", file=file,
+        raise DatasetError(f"t must be strictly increasing within {within}", file=file,
                            column="t", row=int(rows.min()))
     return codes
+
+
+def _channel_index(column: pa.ChunkedArray) -> np.ndarray:
+    """``(len(column),)`` a number per distinct channel name."""
+    if not _is_text(column.type):
+        column = column.cast(pa.string())
+    return EpisodeIndex(sorted({str(v) for v in pc.unique(column).to_pylist()})).rows(column)
 
 
 def _is_text(kind: pa.DataType) -> bool:

@@ -34,8 +34,10 @@ def write_dataset(
     """Write (or extend) a dataset folder.
 
     ``signals`` may be one table or an iterable of tables (one Parquet part each), so a large
-    dataset can be streamed. Each part is sorted by ``episode_id`` then ``t`` so that readers can
-    prune row groups by episode. The folder is replaced or extended only once every file is
+    dataset can be streamed, in the wide layout (a column per channel) or the long one
+    (``episode_id, t, channel, value``). Each part is sorted by ``episode_id`` (then
+    ``channel``, in the long layout) then ``t`` so that readers can prune row groups by
+    episode. The folder is replaced or extended only once every file is
     written: an error leaves an existing dataset untouched.
 
     Args:
@@ -65,7 +67,10 @@ def write_dataset(
         episodes = pa.concat_tables([old, episodes], promote_options="permissive")
         channels = _merge(_read_channels(root), channels)
         params = _merge(_read_params(root), params)
-        first_part = len(list((root / "signals").glob("*.parquet")))
+        old_parts = sorted((root / "signals").glob("*.parquet"))
+        first_part = len(old_parts)
+        if old_parts:
+            parts = _same_layout(parts, old_parts[0])
     else:
         append = False
         first_part = 0
@@ -75,14 +80,16 @@ def write_dataset(
         pq.write_table(episodes, stage / "episodes.parquet")
         (stage / "signals").mkdir(exist_ok=True)
         for i, part in enumerate(parts, start=first_part):
-            ordered = part if _is_sorted(part) else part.sort_by(
-                [("episode_id", "ascending"), ("t", "ascending")])
-            # Dictionary-encode only the episode IDs: float channels gain nothing from a
-            # dictionary and building one costs ~5x the write time (2.56 s vs 0.50 s for
-            # a 2M-row part).
+            keys = _sort_keys(part)
+            ordered = part if _is_sorted(part, keys) else part.sort_by(
+                [(k, "ascending") for k in keys])
+            # Dictionary-encode only the IDs and channel names: float channels gain nothing
+            # from a dictionary and building one costs ~5x the write time (2.56 s vs 0.50 s
+            # for a 2M-row part).
             pq.write_table(
                 ordered, stage / "signals" / f"part-{i:05d}.parquet",
-                row_group_size=_ROW_GROUP_ROWS, use_dictionary=["episode_id"],
+                row_group_size=_ROW_GROUP_ROWS,
+                use_dictionary=[k for k in keys if k != "t"],
             )
         if channels:
             _write_csv(stage / "channels.csv", ["channel", "family", "unit"],
@@ -93,19 +100,42 @@ def write_dataset(
     return root
 
 
-def _is_sorted(part: pa.Table) -> bool:
-    """Whether ``part`` is already in (``episode_id``, ``t``) order: generators write it so."""
+def _sort_keys(part: pa.Table) -> list[str]:
+    """The row order of a part: by episode, then channel (long layout), then time."""
+    return ["episode_id", "channel", "t"] if "channel" in part.column_names else [
+        "episode_id", "t"]
+
+
+def _is_sorted(part: pa.Table, keys: list[str]) -> bool:
+    """Whether ``part`` is already in ``keys`` order (generators write it so): each row
+    against the next, the last key strictly increasing where the others tie."""
     if part.num_rows < 2:
         return True
-    ids = part["episode_id"].combine_chunks()
-    if pa.types.is_dictionary(ids.type):
-        ids = ids.cast(pa.string())
-    t = part["t"].combine_chunks()
-    head, tail = ids.slice(0, len(ids) - 1), ids.slice(1)
-    same = pc.equal(head, tail)
-    ordered = pc.or_(pc.less(head, tail),
-                     pc.and_(same, pc.less(t.slice(0, len(t) - 1), t.slice(1))))
+    ordered: pa.Array | None = None
+    for key in reversed(keys):
+        column = part[key].combine_chunks()
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        head, tail = column.slice(0, len(column) - 1), column.slice(1)
+        less = pc.less(head, tail)
+        ordered = less if ordered is None else pc.or_(less, pc.and_(pc.equal(head, tail),
+                                                                    ordered))
     return bool(pc.all(pc.fill_null(ordered, False)).as_py())
+
+
+def _same_layout(parts: Iterable[pa.Table], existing: Path) -> Iterable[pa.Table]:
+    """``parts``, checked against the layout of the dataset's ``existing`` part.
+
+    Raises:
+        DatasetError: a part in the other layout (wide vs long).
+    """
+    long = "channel" in pq.read_schema(existing).names
+    for part in parts:
+        if ("channel" in part.column_names) != long:
+            have = "long (episode_id, t, channel, value)" if long else "wide"
+            msg = f"the dataset's signals are {have}; the appended ones are not"
+            raise DatasetError(msg, file=str(existing))
+        yield part
 
 
 def _merge(old: Sequence[_Named], new: Sequence[_Named]) -> list[_Named]:

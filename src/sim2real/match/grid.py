@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,12 +11,12 @@ import numpy as np
 
 from sim2real.dataset import Dataset, EpisodeIndex
 from sim2real.match.resample import Resampler
-from sim2real.match.shards import plan_shards, read_sharded, read_times
+from sim2real.match.shards import plan_shards, read_sharded
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
 
-__all__ = ["SignalGrid", "build_grid", "grid_step"]
+__all__ = ["SignalGrid", "build_grid"]
 
 _CHUNK_EPISODES = 2048
 
@@ -78,27 +78,6 @@ class SignalGrid:
         return _at(self.values, rows, times, float(self.dt))
 
 
-def grid_step(dataset: Dataset, episode_ids: Sequence[str]) -> float:
-    """The median sample interval of the given episodes (a sample of at most 200).
-
-    Call it per source and keep the largest: resampling finer than the coarsest source
-    would invent detail it never recorded.
-    """
-    sample = list(episode_ids[:: max(1, len(episode_ids) // 200)])
-    wanted = EpisodeIndex(sample)
-    shards = plan_shards(dataset.signal_files, sample)
-    if shards is not None:
-        codes, t = read_times(shards, wanted)
-    else:
-        table = dataset.read_signals(sample, columns=[])
-        codes, t = wanted.rows(table["episode_id"]), table["t"].to_numpy()
-    order = np.lexsort((t, codes))
-    same = codes[order][1:] == codes[order][:-1]
-    gaps = np.diff(t[order])[same]
-    # Rounded so that 1/50 s reads 0.02, not the float noise of the recorded stamps.
-    return float(f"{np.median(gaps):.4g}") if gaps.size else 0.1
-
-
 def build_grid(
     dataset: Dataset,
     episode_ids: Sequence[str],
@@ -106,14 +85,17 @@ def build_grid(
     dt: float,
     t_max: float,
     executor: Executor | None = None,
+    periods: Mapping[str, float] | None = None,
 ) -> SignalGrid:
     """Resample the given episodes onto a grid of step ``dt`` from 0 to ``t_max`` seconds.
 
-    Reads only the named channels of the named episodes and interpolates them straight into
-    the grid (:mod:`sim2real.match.resample`), so memory stays at the size of the grid plus
-    one read's worth of samples. Episodes of sorted Parquet parts (what ``write_dataset``
-    writes) are read in one pass over the row groups that hold them, shard by shard (as
-    tasks of a remote ``executor``); those of other parts are read by ID, in chunks.
+    Reads only the named channels of the named episodes and interpolates each within its
+    own samples straight into the grid (:mod:`sim2real.match.resample`; ``periods``, each
+    channel's sample period, bound the gaps it bridges), so memory stays at the size of
+    the grid plus one read's worth of samples. Episodes of sorted Parquet parts (what
+    ``write_dataset`` writes) are read in one pass over the row groups that hold them, shard
+    by shard (as tasks of a remote ``executor``); those of other parts are read by ID, in
+    chunks.
     """
     n_steps = int(np.ceil(t_max / dt)) + 1
     values = np.empty((len(episode_ids), n_steps, len(channels)), dtype=np.float32)
@@ -122,12 +104,13 @@ def build_grid(
     written = np.zeros(len(episode_ids), dtype=bool)
     shards = plan_shards(dataset.signal_files, episode_ids)
     if shards is not None:
-        written[read_sharded(shards, wanted, channels, dt, values, durations, executor)] = True
+        written[read_sharded(shards, wanted, channels, dt, values, durations, executor,
+                             periods)] = True
     else:
-        resampler = Resampler(channels, dt)
+        resampler = Resampler(channels, dt, periods)
         for start in range(0, len(episode_ids), _CHUNK_EPISODES):
             chunk = list(episode_ids[start : start + _CHUNK_EPISODES])
-            table = dataset.read_signals(chunk, columns=list(channels))
+            table = dataset.read_raw(chunk, list(channels))
             rows = wanted.rows(table["episode_id"])
             written[resampler.into(table, rows, values, durations)] = True
     values[~written] = np.nan  # episodes without a single sample

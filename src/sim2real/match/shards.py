@@ -12,7 +12,7 @@ each sorted by ``episode_id`` (what ``write_dataset`` writes); otherwise
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -20,19 +20,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim2real.dataset import EpisodeIndex, Location
+from sim2real.dataset.layout import LONG_COLUMNS, layout_of
 from sim2real.match.resample import Resampler
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
 
-__all__ = ["Shard", "plan_shards", "read_sharded", "read_times"]
+__all__ = ["Shard", "plan_shards", "read_pieces", "read_sharded"]
 
 # Row groups per shard: ~0.5 M rows, so that a worker's decoded block stays ~100-200 MB.
 _GROUPS_PER_SHARD = 4
 
 
 class Shard(NamedTuple):
-    """Row groups ``groups`` of ``file``, whose ``episode_id`` runs from ``first`` to ``last``.
+    """Row groups ``groups`` of ``file``, whose ``episode_id`` runs from ``first`` to ``last``;
+    ``long``: the file is in the long layout (``episode_id, t, channel, value``).
 
     ``file`` carries its filesystem, so a task on another machine reads the same object
     (a shared folder, ``s3://``...).
@@ -42,6 +44,7 @@ class Shard(NamedTuple):
     groups: tuple[int, ...]
     first: str
     last: str
+    long: bool
 
 
 class _Job(NamedTuple):
@@ -49,6 +52,7 @@ class _Job(NamedTuple):
     channels: tuple[str, ...]
     dt: float
     n_steps: int
+    periods: dict[str, float]
 
 
 class _Piece(NamedTuple):
@@ -66,8 +70,10 @@ def plan_shards(files: Sequence[Location], episode_ids: Sequence[str]) -> list[S
     ranges: list[tuple[str, str]] = []
     shards: list[Shard] = []
     for file in files:
-        meta = pq.ParquetFile(file.path, filesystem=file.filesystem).metadata
+        parquet = pq.ParquetFile(file.path, filesystem=file.filesystem)
+        meta = parquet.metadata
         names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        long = layout_of(parquet.schema_arrow, str(file)) == "long"
         if "episode_id" not in names:
             return None
         col = names.index("episode_id")
@@ -81,15 +87,15 @@ def plan_shards(files: Sequence[Location], episode_ids: Sequence[str]) -> list[S
             return None  # row groups not in episode order
         if bounds:
             ranges.append((bounds[0][0], bounds[-1][1]))
-        shards.extend(_file_shards(file, bounds, wanted))
+        shards.extend(_file_shards(file, bounds, wanted, long))
     ranges.sort()
     if any(a[1] > b[0] for a, b in itertools.pairwise(ranges)):
         return None  # parts overlap: an episode could be anywhere
     return shards
 
 
-def _file_shards(file: Location, bounds: list[tuple[str, str]],
-                 wanted: np.ndarray) -> list[Shard]:
+def _file_shards(file: Location, bounds: list[tuple[str, str]], wanted: np.ndarray,
+                 long: bool) -> list[Shard]:
     """Runs of at most ``_GROUPS_PER_SHARD`` row groups that hold a wanted episode."""
     hit = [int(np.searchsorted(wanted, lo, "left")) < int(np.searchsorted(wanted, hi, "right"))
            for lo, hi in bounds]
@@ -99,7 +105,7 @@ def _file_shards(file: Location, bounds: list[tuple[str, str]],
         if keep:
             run.append(g)
         if run and (not keep or len(run) == _GROUPS_PER_SHARD or g == len(hit) - 1):
-            shards.append(Shard(file, tuple(run), bounds[run[0]][0], bounds[run[-1]][1]))
+            shards.append(Shard(file, tuple(run), bounds[run[0]][0], bounds[run[-1]][1], long))
             run = []
     return shards
 
@@ -112,6 +118,7 @@ def read_sharded(
     out: np.ndarray,
     durations: np.ndarray,
     executor: Executor | None = None,
+    periods: Mapping[str, float] | None = None,
 ) -> np.ndarray:
     """Resample the ``wanted`` episodes held by ``shards`` into ``out`` and ``durations``.
 
@@ -122,8 +129,8 @@ def read_sharded(
     Returns:
         The rows of ``out`` written.
     """
-    job = _Job(wanted, tuple(channels), dt, out.shape[1])
-    resampler = Resampler(channels, dt)
+    job = _Job(wanted, tuple(channels), dt, out.shape[1], dict(periods or {}))
+    resampler = Resampler(channels, dt, job.periods)
     written: list[np.ndarray] = []
     edges: list[pa.Table] = []
     if executor is None or not executor.remote or len(shards) <= 1:
@@ -143,26 +150,19 @@ def read_sharded(
     return np.concatenate(written) if written else np.zeros(0, np.int64)
 
 
-def read_times(shards: Sequence[Shard],
-               wanted: EpisodeIndex) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, t)``: every sample time of the ``wanted`` episodes in ``shards``, with its
-    episode's index in ``wanted`` (only ``episode_id`` and ``t`` are read)."""
-    job = _Job(wanted, (), 0.0, 0)
-    rows, times = [], []
-    for shard in shards:
-        table, found = _read_rows(job, shard)
-        keep = found >= 0
-        rows.append(found[keep])
-        times.append(table["t"].to_numpy().astype(np.float64, copy=False)[keep])
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros(0)
-    return np.concatenate(rows), np.concatenate(times)
+def read_pieces(shards: Sequence[Shard], wanted: EpisodeIndex,
+                channels: Sequence[str]) -> list[tuple[pa.Table, np.ndarray]]:
+    """Each shard's samples of ``channels`` as its file holds them, with each row's
+    episode's index in ``wanted`` (-1: not wanted)."""
+    job = _Job(wanted, tuple(channels), 0.0, 0, {})
+    return [_read_rows(job, shard) for shard in shards]
 
 
 def _read_shard(job: _Job, shard: Shard) -> _Piece:
     """Read one shard and resample the wanted episodes wholly inside it (a remote task)."""
     table, rows, edge = _read_shard_table(job, shard)
-    found, values, durations = Resampler(job.channels, job.dt).block(table, rows, job.n_steps)
+    resampler = Resampler(job.channels, job.dt, job.periods)
+    found, values, durations = resampler.block(table, rows, job.n_steps)
     return _Piece(found, values, durations, edge)
 
 
@@ -177,15 +177,21 @@ def _read_shard_table(job: _Job, shard: Shard) -> tuple[pa.Table, np.ndarray, pa
 
 
 def _read_rows(job: _Job, shard: Shard) -> tuple[pa.Table, np.ndarray]:
-    """One shard's ``episode_id``, ``t`` and channel columns, and each row's episode's index
-    in ``job.wanted`` (-1: not wanted).
+    """One shard's ``episode_id``, ``t`` and channel columns (every ``channel, value`` row, in
+    the long layout), and each row's episode's index in ``job.wanted`` (-1: not wanted).
 
-    ``episode_id`` is read dictionary-encoded: a row group holds a few hundred episodes,
-    so looking them up per dictionary entry is far cheaper than decoding a string per row.
+    ``episode_id`` and ``channel`` are read dictionary-encoded: a row group holds a few
+    hundred episodes, so looking them up per dictionary entry is far cheaper than decoding
+    a string per row.
     """
-    source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
-                            read_dictionary=["episode_id"])
-    present = set(source.schema_arrow.names)
-    columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
+    if shard.long:
+        source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
+                                read_dictionary=["episode_id", "channel"])
+        columns = list(LONG_COLUMNS)
+    else:
+        source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
+                                read_dictionary=["episode_id"])
+        present = set(source.schema_arrow.names)
+        columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
     table = source.read_row_groups(list(shard.groups), columns=columns)
     return table, job.wanted.rows(table["episode_id"])
