@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -80,9 +81,26 @@ def test_parts_in_both_layouts_are_refused(tmp_path: Path) -> None:
                    root / "signals" / "part-00009.parquet")
     with pytest.raises(DatasetError, match="mix layouts"):
         load_dataset(root)
-    before = sorted(p.name for p in (root / "signals").iterdir())
-    with pytest.raises(DatasetError, match="appended ones are not"):
-        write_dataset(root, pa.table({"episode_id": ["s3"], "source": ["sim"], "task": ["pick"]}),
-                      pa.table({"episode_id": ["s3"], "t": [0.0], "grip_force": [1.0]}),
-                      append=True)
-    assert sorted(p.name for p in (root / "signals").iterdir()) == before
+
+
+@pytest.mark.parametrize("first", ["long", "wide"])
+def test_append_converts_to_the_datasets_layout(tmp_path: Path, first: str) -> None:
+    """A LeRobot export (wide) appended to an MCAP ingest (long), and the other way round."""
+    long = _rows()
+    wide = pa.table({"episode_id": ["s3", "s3"], "t": [0.0, 0.1], "grip_force": [3.0, None],
+                     "det_conf": [0.5, 0.6]})
+    s3 = pa.table({"episode_id": ["s3"], "source": ["sim"], "task": ["pick"]})
+    root = tmp_path / "ds"
+    if first == "long":
+        write_dataset(root, EPISODES, long)
+        write_dataset(root, s3, wide, append=True)
+    else:
+        write_dataset(root, s3, wide)
+        write_dataset(root, EPISODES, long, append=True)
+    ds = load_dataset(root)
+    assert ds.layout == first
+    s3_rows = ds.read_signals(["s3"], ["det_conf", "grip_force"])
+    assert s3_rows["grip_force"].to_pylist() == [3.0, None]
+    assert s3_rows["det_conf"].to_pylist() == [0.5, 0.6]
+    s1 = ds.read_signals(["s1"], ["grip_force"])
+    assert s1.filter(pc.is_valid(s1["grip_force"]))["t"].to_pylist() == [0.0, 0.1]

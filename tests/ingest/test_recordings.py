@@ -21,6 +21,7 @@ from ingest_fixtures import (
     write_rosbag2,
 )
 
+from sim2real.dataset import load_dataset
 from sim2real.ingest import ingest_recordings, parse_mapping
 from sim2real.ingest.images import frame_stats, hist_distance
 
@@ -41,7 +42,7 @@ def _ingest(tmp_path: Path, fmt: str, mapping: dict[str, Any], messages: list[An
     out = tmp_path / "ds"
     ingest_recordings([path], parse_mapping(mapping), out, kind=kind)  # type: ignore[arg-type]
     episodes = pq.read_table(out / "episodes.parquet").to_pylist()
-    return episodes[0], pq.read_table(out / "signals")
+    return episodes[0], load_dataset(out).read_signals()
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
@@ -104,7 +105,7 @@ def test_markers_split_one_file_into_episodes(tmp_path: Path, mapping_data: dict
     assert [e["outcome"] for e in episodes] == ["success", "failure"]
     assert episodes[0]["failure_time"] is None
     assert episodes[1]["failure_time"] == pytest.approx(0.2 + 1e-9)
-    signals = pq.read_table(tmp_path / "ds" / "signals")
+    signals = load_dataset(tmp_path / "ds").read_signals()
     for ep in ("w04_run-000", "w04_run-001"):
         rows = signals.filter(pc.equal(signals["episode_id"], ep))
         assert pc.count(rows["j1_pos"]).as_py() == 50

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
 from ingest_fixtures import episode_messages, write_ros1, write_ros2_mcap
 
 from sim2real.cli import main
+from sim2real.dataset import load_dataset
 from sim2real.ingest import ingest_recordings, parse_mapping
 from sim2real.ingest.starter import starter_mapping
 
@@ -25,11 +26,11 @@ def test_starter_mapping_ingests_once_filled_in(tmp_path: Path, writer: object) 
     assert "/camera/compressed" in text
     data = yaml.safe_load(text)
     data.update(task="pick", deployment="w01", outcome={"topic": "/outcome", "field": "data"})
-    ids = ingest_recordings([path], parse_mapping(data), tmp_path / "ds",
-                            kind="mcap" if suffix == ".mcap" else "rosbag")
-    assert ids == ["w01_a"]
-    signals = pq.read_table(tmp_path / "ds" / "signals")
-    assert {"j1_pos", "j3_vel", "camera_compressed_sharpness"} <= set(signals.column_names)
+    summary = ingest_recordings([path], parse_mapping(data), tmp_path / "ds",
+                                kind="mcap" if suffix == ".mcap" else "rosbag")
+    assert summary.episodes == ["w01_a"]
+    channels = load_dataset(tmp_path / "ds").channels
+    assert {"j1_pos", "j3_vel", "camera_compressed_sharpness"} <= set(channels)
 
 
 def test_cli_init_mapping(tmp_path: Path) -> None:
@@ -53,7 +54,9 @@ def run_dir(tmp_path: Path, mapping_data: dict) -> Path:
     run.mkdir()
     (run / "report.json").write_text(json.dumps({
         "schema_version": 1, "dataset": {"path": str(tmp_path / "ds")},
-        "events": [{"episode_id": "real_w01", "nearest_sim": ["sim_001", "sim_002"]}]}))
+        "events": [{"episode_id": "real_w01", "nearest_sim": ["sim_001", "sim_002"],
+                    "cluster_id": "C1", "drift_score": 2.5}],
+        "clusters": [{"cluster_id": "C1", "taxonomy": "dynamics_mismatch"}]}))
     return run
 
 
@@ -66,12 +69,21 @@ def test_export_mcap(tmp_path: Path, run_dir: Path) -> None:
     with (tmp_path / "e.mcap").open("rb") as f:
         reader = make_reader(f)
         topics = {c.topic for c in reader.get_summary().channels.values()}
-        events = [json.loads(m.data) for _, c, m in reader.iter_messages(topics=["/events"])]
+        events = [(s.name, json.loads(m.data))
+                  for s, _, m in reader.iter_messages(topics=["/events"])]
         values = [json.loads(m.data)["value"]
                   for _, _, m in reader.iter_messages(topics=["/sim/sim_002/j3_pos"])]
     assert {"/real/j1_pos", "/sim/sim_001/cam_brightness", "/real/failure"} <= topics
-    assert events[0]["metadata"]["label"] == "missed_pick"
+    # A foxglove.Event, so that the failure shows on Foxglove's timeline.
+    schema, event = events[0]
+    assert schema == "foxglove.Event" and event["start_time"] == event["end_time"]
+    facts = {kv["key"]: kv["value"] for kv in event["metadata"]}
+    assert facts == {"episode_id": "real_w01", "label": "missed_pick", "cluster_id": "C1",
+                     "taxonomy": "dynamics_mismatch", "drift_score": "2.5"}
     assert len(values) == 50
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert (tmp_path / "e.mcap").stat().st_mode & 0o777 == 0o666 & ~mask
 
 
 def test_export_rerun(tmp_path: Path, run_dir: Path) -> None:

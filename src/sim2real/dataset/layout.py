@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from sim2real.dataset.ids import EpisodeIndex
 from sim2real.errors import DatasetError
 
-__all__ = ["LONG_COLUMNS", "Layout", "channel_codes", "layout_of", "to_wide"]
+__all__ = ["LONG_COLUMNS", "Layout", "channel_codes", "layout_of", "to_long", "to_wide"]
 
 Layout = Literal["wide", "long"]
 LONG_COLUMNS = ("episode_id", "t", "channel", "value")
@@ -97,3 +97,22 @@ def to_wide(table: pa.Table, channels: Sequence[str]) -> pa.Table:
         column[slot[mine]] = values[mine]  # one stamp twice: the later row wins
         columns[name] = pa.array(column, pa.float64(), mask=np.isnan(column))
     return pa.table(columns)
+
+
+def to_long(table: pa.Table) -> pa.Table:
+    """Wide-layout rows as the long layout: one row per non-null sample, ordered by
+    episode (as they come), channel name, then ``t``."""
+    names = sorted(c for c in table.column_names if c not in ("episode_id", "t"))
+    parts = []
+    for name in names:
+        rows = table.filter(pc.is_valid(table[name]))
+        value = rows[name].cast(pa.float64())
+        rows = rows.filter(pc.invert(pc.is_nan(value)))
+        parts.append(pa.table({
+            "episode_id": rows["episode_id"], "t": rows["t"].cast(pa.float64()),
+            "channel": pa.array([name] * rows.num_rows, pa.string()),
+            "value": rows[name].cast(pa.float64())}))
+    if not parts:
+        return pa.table({c: pa.array([], pa.string() if c in ("episode_id", "channel")
+                                     else pa.float64()) for c in LONG_COLUMNS})
+    return pa.concat_tables(parts)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -12,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim2real._atomic import atomic_files, link_tree
+from sim2real.dataset.layout import to_long, to_wide
 from sim2real.dataset.schema import Channel, ParamRange
 from sim2real.errors import DatasetError
 
@@ -46,7 +48,10 @@ def write_dataset(
         signals: samples with ``episode_id``, ``t`` and one float column per channel.
         channels: families and units to record in ``channels.csv``.
         params: randomisation ranges to record in ``params.csv``.
-        append: add to an existing dataset instead of replacing it; episode IDs must be new.
+        append: add to an existing dataset instead of replacing it; episode IDs must be new,
+            the signals are converted to the dataset's layout, and what its
+            ``channels.csv`` and ``params.csv`` already say wins (a differing new entry is
+            a warning).
 
     Returns:
         The dataset folder.
@@ -65,12 +70,12 @@ def write_dataset(
             msg = f"episode_id {episodes['episode_id'][first].as_py()!r} is already in the dataset"
             raise DatasetError(msg, file=str(existing), column="episode_id", row=first)
         episodes = pa.concat_tables([old, episodes], promote_options="permissive")
-        channels = _merge(_read_channels(root), channels)
-        params = _merge(_read_params(root), params)
+        channels = _merge(_read_channels(root), channels, root / "channels.csv")
+        params = _merge(_read_params(root), params, root / "params.csv")
         old_parts = sorted((root / "signals").glob("*.parquet"))
         first_part = len(old_parts)
         if old_parts:
-            parts = _same_layout(parts, old_parts[0])
+            parts = _in_layout(parts, "channel" in pq.read_schema(old_parts[0]).names)
     else:
         append = False
         first_part = 0
@@ -123,25 +128,34 @@ def _is_sorted(part: pa.Table, keys: list[str]) -> bool:
     return bool(pc.all(pc.fill_null(ordered, False)).as_py())
 
 
-def _same_layout(parts: Iterable[pa.Table], existing: Path) -> Iterable[pa.Table]:
-    """``parts``, checked against the layout of the dataset's ``existing`` part.
-
-    Raises:
-        DatasetError: a part in the other layout (wide vs long).
-    """
-    long = "channel" in pq.read_schema(existing).names
+def _in_layout(parts: Iterable[pa.Table], long: bool) -> Iterator[pa.Table]:
+    """``parts`` in the existing dataset's layout (wide, or long: ``long``)."""
     for part in parts:
-        if ("channel" in part.column_names) != long:
-            have = "long (episode_id, t, channel, value)" if long else "wide"
-            msg = f"the dataset's signals are {have}; the appended ones are not"
-            raise DatasetError(msg, file=str(existing))
-        yield part
+        if ("channel" in part.column_names) == long:
+            yield part
+        elif long:
+            yield to_long(part)
+        else:
+            names = sorted(set(pc.unique(part["channel"]).to_pylist()) - {None})
+            yield to_wide(part, names)
 
 
-def _merge(old: Sequence[_Named], new: Sequence[_Named]) -> list[_Named]:
+def _merge(old: Sequence[_Named], new: Sequence[_Named], file: Path) -> list[_Named]:
+    """The entries already in ``file`` (perhaps edited by hand: never overwritten), then the
+    new ones; a new entry that differs from the one there is a warning."""
     merged = {item.name: item for item in old}
-    merged.update({item.name: item for item in new})
+    for item in new:
+        kept = merged.setdefault(item.name, item)
+        if kept != item:
+            warnings.warn(f"{file}: kept {kept.name!r} as it is there ({_describe(kept)}); the "
+                          f"new data says {_describe(item)}", UserWarning, stacklevel=3)
     return list(merged.values())
+
+
+def _describe(item: Channel | ParamRange) -> str:
+    if isinstance(item, Channel):
+        return f"family {item.family}" + (f", unit {item.unit}" if item.unit else "")
+    return f"low {item.low:g}, high {item.high:g}, nominal {item.nominal:g}"
 
 
 def _write_csv(path: Path, header: list[str], rows: Iterable[tuple[object, ...]]) -> None:

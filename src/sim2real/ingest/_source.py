@@ -38,6 +38,10 @@ class RecordingReader(Protocol):
         """Every topic in the recording, by name."""
         ...
 
+    def metadata(self) -> dict[str, dict[str, str]]:
+        """Metadata records by name (MCAP records; rosbag2's ``custom_data``)."""
+        ...
+
     def messages(self, topics: Collection[str]) -> Iterator[MessageRecord]:
         """Decoded messages of ``topics`` in log-time order.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sim2real.dataset import FAMILIES, Channel
 from sim2real.errors import IngestError
 
-__all__ = ["EpisodeDefaults", "apply_sidecar", "episodes_table", "finish_rows", "read_sidecar",
-           "signals_table", "to_timestamp"]
+__all__ = ["EpisodeDefaults", "episodes_table", "long_table", "read_families",
+           "read_sidecar", "signals_table", "to_timestamp", "warn_nonfinite"]
 
 _FIXED = ("episode_id", "source", "task", "outcome", "failure_time", "failure_label",
           "deployment", "started_at", "robot_id", "site")
@@ -71,14 +73,49 @@ def episodes_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
 
 
 def signals_table(episode_id: str, t: np.ndarray, columns: dict[str, np.ndarray]) -> pa.Table:
-    """Signals of one episode; NaN marks "no sample of this channel at this time" (null)."""
+    """Signals of one episode (wide); NaN or inf marks "no sample of this channel at this
+    time" (null)."""
     data: dict[str, pa.Array] = {
         "episode_id": pa.array(np.full(len(t), episode_id, dtype=object), type=pa.string()),
         "t": pa.array(t, type=pa.float64()),
     }
     for name, values in columns.items():
-        data[name] = pa.array(values, type=pa.float64(), mask=np.isnan(values))
+        data[name] = pa.array(values, type=pa.float64(), mask=~np.isfinite(values))
     return pa.table(data)
+
+
+def warn_nonfinite(where: str, parts: list[dict[str, np.ndarray]]) -> None:
+    """Warn once for the samples of ``parts`` (each episode's columns) that are NaN or inf:
+    they are left out of the signals (``signals_table`` makes them null)."""
+    counts: dict[str, int] = {}
+    for columns in parts:
+        for name, values in columns.items():
+            bad = int((~np.isfinite(values)).sum())
+            if bad:
+                counts[name] = counts.get(name, 0) + bad
+    if counts:
+        listed = ", ".join(f"{k} ({v})" for k, v in sorted(counts.items()))
+        warnings.warn(f"{where}: {sum(counts.values())} sample(s) were NaN or inf and were left "
+                      f"out: {listed}", UserWarning, stacklevel=3)
+
+
+def long_table(episode_id: str, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """Signals of one episode in the long layout, every channel with its own times:
+    ``{channel: (t seconds, values)}`` -> rows ordered by channel name, then ``t``."""
+    names = sorted(n for n, (t, _) in series.items() if t.size)
+    counts = [series[n][0].size for n in names]
+    total = int(sum(counts))
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), counts)
+    channel = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
+                                             pa.array(names, pa.string())).cast(pa.string())
+    return pa.table({
+        "episode_id": pa.array(np.full(total, episode_id, dtype=object), type=pa.string()),
+        "t": pa.array(np.concatenate([series[n][0] for n in names]) if names else [],
+                      type=pa.float64()),
+        "channel": channel,
+        "value": pa.array(np.concatenate([series[n][1] for n in names]) if names else [],
+                          type=pa.float64()),
+    })
 
 
 def read_sidecar(path: Path, key: str) -> dict[str, dict[str, str]]:
@@ -98,17 +135,32 @@ def read_sidecar(path: Path, key: str) -> dict[str, dict[str, str]]:
         raise IngestError(f"{path}: cannot read the sidecar CSV ({err.strerror})") from err
 
 
-def apply_sidecar(rows: list[dict[str, Any]], path: Path, key: str = "episode_id") -> None:
-    """Overwrite episode fields with a sidecar's non-empty cells (matched on ``key``).
+def read_families(path: Path) -> list[Channel]:
+    """``channel,family[,unit]`` rows of a CSV (the dataset's ``channels.csv`` format).
 
-    Sidecar columns named like episode columns (``outcome``, ``ctx.object``...) land there.
+    Raises:
+        IngestError: the file is missing, lacks a column, or names an unknown family.
     """
-    table = read_sidecar(path, key)
-    for row in rows:
-        extra = table.get(str(row.get(key, row["episode_id"])), {})
-        for name, cell in extra.items():
-            if name != key and cell not in ("", None):
-                row[name] = to_timestamp(cell, str(path)) if name == "started_at" else cell
+    try:
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            for column in ("channel", "family"):
+                if column not in (reader.fieldnames or []):
+                    raise IngestError(f"{path}: no column {column!r}; expected channel,family,unit")
+            out = []
+            for row_number, row in enumerate(reader):
+                family = (row["family"] or "").strip()
+                if family not in FAMILIES:
+                    msg = (f"{path}: row {row_number}, column 'family': unknown family "
+                           f"{family!r}; expected one of {', '.join(FAMILIES)}")
+                    raise IngestError(msg)
+                out.append(Channel(row["channel"].strip(), family,
+                                   (row.get("unit") or "").strip()))
+            return out
+    except OSError as err:
+        raise IngestError(f"{path}: cannot read the families CSV ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise IngestError(f"{path}: not a text CSV ({err.reason})") from err
 
 
 @dataclass(frozen=True)
@@ -128,15 +180,3 @@ class EpisodeDefaults:
             raise IngestError(f"--source {self.source!r}: expected real or sim")
         if self.outcome not in (None, "success", "failure"):
             raise IngestError(f"--outcome {self.outcome!r}: expected success or failure")
-
-
-def finish_rows(rows: list[dict[str, Any]], defaults: EpisodeDefaults) -> pa.Table:
-    """Apply the given defaults (they override what the source said), then the sidecar."""
-    defaults.check()
-    for row in rows:
-        for name in ("source", "task", "deployment", "outcome", "started_at"):
-            if getattr(defaults, name) is not None:
-                row[name] = getattr(defaults, name)
-    if defaults.sidecar is not None:
-        apply_sidecar(rows, defaults.sidecar)
-    return episodes_table(rows)

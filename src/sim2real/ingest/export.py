@@ -1,9 +1,10 @@
 """``export``: a real failure and its nearest sim rollouts as one MCAP or Rerun recording.
 
 Channels become time series under ``/real/<channel>`` and ``/sim/<episode_id>/<channel>``,
-all starting at the same instant so they play side by side; the failure time becomes an
-annotation (a ``foxglove.Log`` message and a ``sim2real.Event`` with Foxglove's event fields
-``timestamp``/``duration``/``metadata`` in MCAP, a ``TextLog`` in Rerun).
+all starting at the same instant so they play side by side; the failure becomes a
+``foxglove.Event`` on ``/events`` (its episode, symptom, cluster, taxonomy and drift score
+as metadata: it shows on Foxglove's timeline) and a ``foxglove.Log`` on ``/real/failure``
+in MCAP, a ``TextLog`` in Rerun. The file gets the user's normal file mode.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow.csv as pcsv
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from sim2real.dataset.layout import to_wide
 from sim2real.errors import IngestError
 from sim2real.ingest._optional import require
 
@@ -33,9 +35,19 @@ _SCALAR_SCHEMA = {"type": "object", "title": "sim2real.Scalar", "properties": {
     "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"},
                                                    "nsec": {"type": "integer"}}},
     "value": {"type": "number"}}}
-_EVENT_SCHEMA = {"type": "object", "title": "sim2real.Event", "properties": {
-    "timestamp": {"type": "object"}, "duration": {"type": "object"},
-    "metadata": {"type": "object", "additionalProperties": {"type": "string"}}}}
+_TIME = {"type": "object", "title": "time", "properties": {
+    "sec": {"type": "integer", "minimum": 0},
+    "nsec": {"type": "integer", "minimum": 0, "maximum": 999999999}}}
+# foxglove.Event as the Foxglove SDK generates it: Foxglove recognises the exact name.
+_EVENT_SCHEMA = {"type": "object", "title": "foxglove.Event",
+                 "description": "A discrete event that occurred over a time range",
+                 "properties": {
+                     "start_time": _TIME, "end_time": _TIME,
+                     "metadata": {"type": "array", "items": {
+                         "title": "foxglove.KeyValuePair", "type": "object",
+                         "properties": {"key": {"type": "string"}, "value": {"type": "string"}},
+                         "required": ["key", "value"]}}},
+                 "required": ["start_time", "end_time"]}
 _LOG_SCHEMA = {"type": "object", "title": "foxglove.Log", "properties": {
     "timestamp": {"type": "object"}, "level": {"type": "integer"}, "message": {"type": "string"},
     "name": {"type": "string"}, "file": {"type": "string"}, "line": {"type": "integer"}}}
@@ -52,6 +64,8 @@ class ExportPlan:
     failure_time: float | None
     failure_label: str | None
     start_ns: int
+    report_event: dict[str, Any]
+    """The event's entry in report.json (cluster, drift score...)."""
 
 
 def _report(run: Path) -> dict[str, Any]:
@@ -105,8 +119,15 @@ def plan_export(event_id: str, run: Path, dataset: Path | None = None,
     started = row.get("started_at")
     start_ns = int(started.timestamp() * 1e9) if hasattr(started, "timestamp") else 0
     signals = _rows(_table(root, "signals"), [event_id, *sims])
+    if "channel" in signals.column_names:  # the long layout: one column per channel here
+        names = sorted(set(signals["channel"].cast(pa.string()).to_pylist()) - {None})
+        signals = to_wide(signals, names)
+    event = dict(events[event_id])
+    clusters = {c.get("cluster_id"): c for c in report.get("clusters", []) if isinstance(c, dict)}
+    if event.get("cluster_id") in clusters:
+        event["taxonomy"] = clusters[event["cluster_id"]].get("taxonomy")
     return ExportPlan(event_id, event_id, sims, signals, row.get("failure_time"),
-                      row.get("failure_label"), start_ns)
+                      row.get("failure_label"), start_ns, event)
 
 
 def _series(plan: ExportPlan) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -155,11 +176,15 @@ def _write_failure(writer: Any, plan: ExportPlan) -> None:
     assert plan.failure_time is not None
     ns = plan.start_ns + round(float(plan.failure_time) * 1e9)
     label = plan.failure_label or "failure"
-    event = writer.register_schema("sim2real.Event", "jsonschema",
+    event = writer.register_schema("foxglove.Event", "jsonschema",
                                    json.dumps(_EVENT_SCHEMA).encode())
     log = writer.register_schema("foxglove.Log", "jsonschema", json.dumps(_LOG_SCHEMA).encode())
-    body = {"timestamp": _stamp(ns), "duration": {"sec": 0, "nsec": 0},
-            "metadata": {"episode_id": plan.event_id, "label": label}}
+    facts = {"episode_id": plan.event_id, "label": label}
+    for key in ("cluster_id", "taxonomy", "drift_score"):
+        if plan.report_event.get(key) is not None:
+            facts[key] = str(plan.report_event[key])
+    body = {"start_time": _stamp(ns), "end_time": _stamp(ns),
+            "metadata": [{"key": k, "value": v} for k, v in facts.items()]}
     writer.add_message(writer.register_channel("/events", "json", event), log_time=ns,
                        data=json.dumps(body).encode(), publish_time=ns)
     text = {"timestamp": _stamp(ns), "level": 4, "message": f"{plan.event_id}: {label}",
@@ -183,6 +208,12 @@ def _write_rerun(plan: ExportPlan, path: Path) -> None:
     rec.disconnect()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 _WRITERS: dict[str, Callable[[ExportPlan, Path], None]] = {"mcap": _write_mcap,
                                                            "rerun": _write_rerun}
 
@@ -202,6 +233,7 @@ def export_event(event_id: str, out: str | Path, *, run: str | Path = ".",
     os.close(fd)
     try:
         _WRITERS[fmt](plan, Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; exports are shared
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):

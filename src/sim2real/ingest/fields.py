@@ -1,4 +1,6 @@
-"""Field paths into decoded messages: ``position[2]``, ``pose.position.x``, ``data``.
+"""Field paths into decoded messages: ``position[2]``, ``pose.position.x``, ``data``,
+``status[0].values[key=battery].value`` (the element of a list of ``KeyValue``-like
+messages whose ``key`` is ``battery``).
 
 Decoded messages are objects with attributes (ROS, via rosbags or mcap-ros2-support) or
 dicts (JSON channels); a path works on both.
@@ -9,12 +11,20 @@ from __future__ import annotations
 import numbers
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["FieldPathError", "get_field", "numeric_leaves", "parse_field", "split_source"]
+__all__ = ["ByKey", "FieldPathError", "get_field", "numeric_leaves", "parse_field",
+           "split_source"]
 
-Step = str | int
-_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]")
+
+class ByKey(NamedTuple):
+    """A path step ``[key=NAME]``: the element of a list whose ``key`` field is ``NAME``."""
+
+    name: str
+
+
+Step = str | int | ByKey
+_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\[key=([^\]]+)\]")
 _MISSING = object()
 
 
@@ -34,10 +44,16 @@ def parse_field(path: str) -> tuple[Step, ...]:
         if steps and path[pos] == "." and pos + 1 < len(path) and path[pos + 1] != "[":
             pos += 1
         match = _STEP.match(path, pos)
-        if match is None or (not steps and match.group(2) is not None):
-            msg = f"field path {path!r} is not name(.name|[index])*, e.g. position[2]"
+        if match is None or (not steps and match.group(1) is None):
+            msg = (f"field path {path!r} is not name(.name|[index]|[key=NAME])*, e.g. "
+                   "position[2]")
             raise ValueError(msg)
-        steps.append(match.group(1) if match.group(1) else int(match.group(2)))
+        if match.group(1):
+            steps.append(match.group(1))
+        elif match.group(2) is not None:
+            steps.append(int(match.group(2)))
+        else:
+            steps.append(ByKey(match.group(3)))
         pos = match.end()
     if not steps:
         raise ValueError("empty field path")
@@ -57,6 +73,14 @@ def split_source(source: str) -> tuple[str, str | None]:
 
 
 def _step(obj: Any, step: Step) -> Any:
+    if isinstance(step, ByKey):
+        if not _is_sequence(obj):
+            return _MISSING
+        for item in obj:
+            key = item.get("key") if isinstance(item, dict) else getattr(item, "key", None)
+            if key == step.name:
+                return item
+        return _MISSING
     if isinstance(step, int):
         try:
             return obj[step]
@@ -84,7 +108,13 @@ def get_field(message: Any, steps: tuple[Step, ...]) -> Any:
 
 def _describe_miss(obj: Any, steps: tuple[Step, ...], i: int) -> str:
     done = _join(steps[:i]) or "the message"
-    if isinstance(steps[i], int):
+    step = steps[i]
+    if isinstance(step, ByKey):
+        keys = [str(item.get("key") if isinstance(item, dict) else getattr(item, "key", "?"))
+                for item in obj] if _is_sequence(obj) else []
+        return (f"{done} holds no element with key {step.name!r}; keys: "
+                f"{', '.join(keys) or 'none'}")
+    if isinstance(step, int):
         try:
             size = len(obj)
         except TypeError:
@@ -97,7 +127,10 @@ def _describe_miss(obj: Any, steps: tuple[Step, ...], i: int) -> str:
 def _join(steps: tuple[Step, ...]) -> str:
     out = ""
     for s in steps:
-        out += f"[{s}]" if isinstance(s, int) else (f".{s}" if out else s)
+        if isinstance(s, ByKey):
+            out += f"[key={s.name}]"
+        else:
+            out += f"[{s}]" if isinstance(s, int) else (f".{s}" if out else s)
     return out
 
 

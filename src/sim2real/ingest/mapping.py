@@ -1,20 +1,24 @@
 """``mapping.yaml``: how a recording's topics become episodes and channels.
 
 ```yaml
-task: pick_place                 # a constant, or {topic:, field:} / {filename:} / {csv:}
-source: real
-deployment: {filename: '^(w\\d+)_'}
+task: pick_place                 # a constant, or {topic:, field:} / {filename:} / {csv:} ...
+source: {path: '/(real|sim)/'}
+deployment: {metadata: episode, key: wave}   # an MCAP metadata record (rosbag2: custom_data)
 outcome: {topic: /outcome, field: data}
-failure_time: {topic: /failure}  # a topic without field: the time of its first message
-episodes: {split: file}          # or markers: {split: markers, start: {...}, end: {...}}
+failure_time: {topic: /events, where: {type: failure}}   # the time of its first message
+episodes: {split: file, grace: 1.0}  # or {split: markers, start: {...}, end: {...}}
 channels:
   - /joint_states.position[2] -> j3_pos
   - {from: /wrench.force.z, name: grip_force, family: dynamics, unit: N}
+  - {from: /diagnostics.status[0].values[key=battery].value, name: battery_v, optional: true}
 images:
   - {topic: /camera/image_raw/compressed, prefix: cam}
 ctx: {object_type: {csv: object}}
-param: {friction: {topic: /sim/params, field: friction}}
 sidecar: {path: episodes.csv, key: episode_id}
+real:                            # only for real episodes: lists extend, maps merge
+  channels: [/system/loop.latency_ms -> loop_latency_ms]
+sim:
+  param: {friction: {topic: /sim/params, field: friction}}
 ```
 """
 
@@ -27,33 +31,66 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sim2real.dataset.schema import Family
 from sim2real.errors import IngestError
-from sim2real.ingest.fields import Step, parse_field, split_source
+from sim2real.ingest.fields import FieldPathError, Step, get_field, parse_field, split_source
 
 __all__ = ["ChannelSpec", "Condition", "EpisodeSpec", "ImageSpec", "Mapping", "ValueSource",
-           "load_mapping", "parse_mapping"]
+           "load_mapping", "matches", "parse_mapping"]
 
 Scalar = str | int | float | bool
+_SOURCES = ("value", "topic", "filename", "path", "csv", "metadata", "attr", "feature")
+# Keys a ``real:`` / ``sim:`` block may change: how files split into episodes and which
+# source an episode is come first, so they are the same for every episode.
+_FIXED_KEYS = ("source", "episodes", "time", "sidecar")
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+def matches(message: Any, where: dict[str, Scalar] | None) -> bool:
+    """Whether every ``field: value`` of ``where`` holds in ``message`` (compared as text,
+    case-insensitively, so that ``1``, ``"1"`` and ``true``/``True`` meet)."""
+    if not where:
+        return True
+    for path, wanted in where.items():
+        try:
+            value = get_field(message, parse_field(path))
+        except (FieldPathError, ValueError):
+            return False
+        if str(value).strip().lower() != str(wanted).strip().lower():
+            return False
+    return True
+
+
 class ValueSource(_Model):
-    """Where one episode-level value comes from; exactly one of the four is set.
+    """Where one episode-level value comes from; exactly one of the sources is set.
 
     ``topic`` without ``field`` means the time of the topic's message (seconds from the
     episode start) for ``failure_time``, and ``present``/``absent`` (look them up in ``map``)
-    for the other values.
+    for the other values; ``where`` keeps only the messages whose fields hold the given
+    values. ``metadata`` names an MCAP metadata record (``custom_data`` for rosbag2's) and
+    ``key`` the entry in it; ``attr`` an HDF5 attribute (the demo's, else the file's);
+    ``feature`` a LeRobot frame column (``next.success``); ``path`` a regex on the
+    recording's whole path (``/(success|failure)/`` for labels kept in folder names).
+    ``type`` forces ``number`` or ``string``; by default ``ctx.*`` and ``param.*`` values
+    that all read as numbers become numbers.
     """
 
     value: Scalar | None = None
     topic: str | None = None
     field: str | None = None
-    pick: Literal["first", "last"] = "first"
+    where: dict[str, Scalar] | None = None
+    pick: Literal["first", "last", "any"] = "first"
     filename: str | None = Field(default=None, description="regex on the file name")
+    path: str | None = Field(default=None, description="regex on the whole path")
     csv: str | None = Field(default=None, description="column of the sidecar CSV")
+    metadata: str | None = Field(default=None, description="metadata record name")
+    key: str | None = Field(default=None, description="entry of the metadata record")
+    attr: str | None = Field(default=None, description="HDF5 attribute")
+    feature: str | None = Field(default=None, description="LeRobot frame column")
     map: dict[str, Scalar] | None = None
+    type: Literal["number", "string"] | None = None
+    optional: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -62,12 +99,20 @@ class ValueSource(_Model):
 
     @model_validator(mode="after")
     def _one(self) -> ValueSource:
-        given = [k for k in ("value", "topic", "filename", "csv") if getattr(self, k) is not None]
+        given = [k for k in _SOURCES if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of value, topic, filename, csv")
+            raise ValueError(f"give exactly one of {', '.join(_SOURCES)}")
         if self.field is not None:
             parse_field(self.field)
+        for path in self.where or {}:
+            parse_field(path)
+        if (self.metadata is None) != (self.key is None):
+            raise ValueError("metadata: and key: go together: {metadata: RECORD, key: NAME}")
         return self
+
+    @property
+    def topics(self) -> set[str]:
+        return {self.topic} if self.topic else set()
 
 
 class Condition(_Model):
@@ -79,12 +124,17 @@ class Condition(_Model):
 
 
 class EpisodeSpec(_Model):
-    """How a recording splits into episodes."""
+    """How a recording splits into episodes.
+
+    ``grace``: seconds after an episode's last sample (or end marker) during which its
+    outcome and failure messages still count: recorders publish them after the last tick.
+    """
 
     split: Literal["file", "markers"] = "file"
     start: Condition | None = None
     end: Condition | None = None
     id: str | None = Field(default=None, description="template: {stem}, {index}")
+    grace: float = Field(default=1.0, ge=0.0)
 
     @model_validator(mode="after")
     def _markers(self) -> EpisodeSpec:
@@ -99,12 +149,19 @@ class EpisodeSpec(_Model):
 
 
 class ChannelSpec(_Model):
-    """One signal column from one numeric message field."""
+    """One signal column from one numeric message field (numeric strings are read too).
+
+    ``where`` keeps only the messages whose fields hold the given values (a topic of
+    ``KeyValue`` messages: ``where: {key: battery}``); ``optional`` makes a missing topic or
+    field a warning and the channel null, instead of an error.
+    """
 
     source: str = Field(alias="from")
     name: str
     family: Family | None = None
     unit: str = ""
+    where: dict[str, Scalar] | None = None
+    optional: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -122,6 +179,8 @@ class ChannelSpec(_Model):
         if not topic or field is None:
             raise ValueError(f"{self.source!r} names no field; expected /topic.field[index]")
         parse_field(field)
+        for path in self.where or {}:
+            parse_field(path)
         return self
 
     @property
@@ -142,6 +201,7 @@ class ImageSpec(_Model):
 
     topic: str
     prefix: str | None = None
+    optional: bool = False
 
     @property
     def column_prefix(self) -> str:
@@ -152,7 +212,8 @@ class ImageSpec(_Model):
 
 
 class Sidecar(_Model):
-    """A CSV with one row per episode; its ``key`` column holds the episode ID or file stem."""
+    """A CSV with one row per episode; its ``key`` column holds the episode ID, or the
+    recording's own name for it (file stem, LeRobot episode index, robomimic demo name)."""
 
     path: str
     key: str = "episode_id"
@@ -167,9 +228,13 @@ class ParamSpec(_Model):
 
 
 class Mapping(_Model):
-    """The whole ``mapping.yaml``."""
+    """The whole ``mapping.yaml``.
 
-    task: ValueSource
+    ``variants`` holds the mapping as it applies to ``real`` and to ``sim`` episodes, where
+    the file has ``real:`` / ``sim:`` blocks (built by :func:`parse_mapping`).
+    """
+
+    task: ValueSource | None = None
     source: ValueSource = ValueSource(value="real")
     deployment: ValueSource | None = None
     robot_id: ValueSource | None = None
@@ -188,6 +253,7 @@ class Mapping(_Model):
     params: dict[str, ParamSpec] = {}
     sidecar: Sidecar | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)
+    variants: dict[str, Mapping] = Field(default_factory=dict, exclude=True)
 
     @model_validator(mode="after")
     def _unique(self) -> Mapping:
@@ -196,9 +262,26 @@ class Mapping(_Model):
             if name in seen or name in ("episode_id", "t"):
                 raise ValueError(f"channel name {name!r} is used twice or is reserved")
             seen.add(name)
-        if not self.channels and not self.images:
-            raise ValueError("the mapping names no channels and no images")
         return self
+
+    def for_source(self, source: str) -> Mapping:
+        """The mapping that applies to episodes of ``source`` (``real`` or ``sim``)."""
+        return self.variants.get(source, self)
+
+    @property
+    def all_variants(self) -> list[Mapping]:
+        """This mapping and its per-source variants."""
+        return [self, *self.variants.values()]
+
+    def value_sources(self) -> list[ValueSource]:
+        """Every episode-level value source, with its variants'."""
+        out: list[ValueSource] = []
+        for m in self.all_variants:
+            out += [s for s in (m.task, m.source, m.deployment, m.robot_id, m.site,
+                                m.started_at, m.outcome, m.failure_time, m.failure_label)
+                    if s is not None]
+            out += [*m.ctx.values(), *m.sys.values(), *m.param.values()]
+        return out
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -206,6 +289,45 @@ def _location(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
+
+
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with a ``real:``/``sim:`` block applied: lists extend (an entry of the same
+    channel name or image topic replaces the base one), maps merge, the rest replaces."""
+    out = dict(base)
+    for key, value in override.items():
+        old = out.get(key)
+        if isinstance(old, list) and isinstance(value, list):
+            names = {_entry_name(v) for v in value}
+            out[key] = [v for v in old if _entry_name(v) not in names] + value
+        elif isinstance(old, dict) and isinstance(value, dict):
+            out[key] = {**old, **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _entry_name(entry: Any) -> Any:
+    """The name a channel or image entry goes by, for overriding it."""
+    if isinstance(entry, str):
+        return entry.partition("->")[2].strip() or entry
+    if isinstance(entry, dict):
+        return entry.get("name") or entry.get("prefix") or entry.get("topic")
+    return None
+
+
+def _validate(data: dict[str, Any], file: str, prefix: tuple[str, ...] = ()) -> Mapping:
+    try:
+        return Mapping.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = prefix + tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+        got = first.get("input")
+        shown = f" (got {got!r})" if isinstance(got, Scalar) else ""
+        msg = f"{file}: key {_location(loc)}: {first['msg']}{shown}"
+        if len(err.errors()) > 1:
+            msg += f"; and {len(err.errors()) - 1} more problem(s)"
+        raise IngestError(msg) from err
 
 
 def parse_mapping(data: Any, *, file: str = "mapping.yaml",
@@ -217,17 +339,22 @@ def parse_mapping(data: Any, *, file: str = "mapping.yaml",
     """
     if not isinstance(data, dict):
         raise IngestError(f"{file}: expected a mapping of keys (task:, channels:, ...)")
-    try:
-        return Mapping.model_validate({**data, "base_dir": base_dir or Path(".")})
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-        got = first.get("input")
-        shown = f" (got {got!r})" if isinstance(got, Scalar) else ""
-        msg = f"{file}: key {_location(loc)}: {first['msg']}{shown}"
-        if len(err.errors()) > 1:
-            msg += f"; and {len(err.errors()) - 1} more problem(s)"
-        raise IngestError(msg) from err
+    base = {k: v for k, v in data.items() if k not in ("real", "sim")}
+    base["base_dir"] = base_dir or Path(".")
+    variants = {}
+    for source in ("real", "sim"):
+        block = data.get(source)
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            raise IngestError(f"{file}: key {source}: expected a mapping of keys to override")
+        fixed = [k for k in block if k in _FIXED_KEYS]
+        if fixed:
+            msg = (f"{file}: key {source}.{fixed[0]}: cannot differ between real and sim "
+                   f"(the same for every episode: {', '.join(_FIXED_KEYS)})")
+            raise IngestError(msg)
+        variants[source] = _validate(_merged(base, block), file, (source,))
+    return _validate({**base, "variants": variants}, file)
 
 
 def load_mapping(path: str | Path) -> Mapping:
@@ -240,9 +367,12 @@ def load_mapping(path: str | Path) -> Mapping:
 
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise IngestError(f"{path}: cannot read the mapping ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise IngestError(f"{path}: not a text file ({err.reason} at byte {err.start}); "
+                          "expected a YAML mapping") from err
     except yaml.YAMLError as err:
         raise IngestError(f"{path}: not valid YAML ({err})") from err
     return parse_mapping(data, file=str(path), base_dir=path.parent)

@@ -87,6 +87,20 @@ class McapRecording:
         """Every topic in the file, with message counts from the summary."""
         return dict(self._topics)
 
+    def metadata(self) -> dict[str, dict[str, str]]:
+        """The file's metadata records by name (a later record of one name adds to it).
+
+        Raises:
+            IngestError: the metadata section is damaged.
+        """
+        out: dict[str, dict[str, str]] = {}
+        try:
+            for record in self._reader.iter_metadata():
+                out.setdefault(record.name, {}).update(record.metadata)
+        except self._errors as err:
+            raise self._corrupt(err) from err
+        return out
+
     def messages(self, topics: Collection[str]) -> Iterator[MessageRecord]:
         """Decoded messages of ``topics`` in log-time order.
 

@@ -68,6 +68,15 @@ class RosbagRecording:
         """Every topic in the bag, with message counts."""
         return dict(self._topics)
 
+    def metadata(self) -> dict[str, dict[str, str]]:
+        """rosbag2's ``custom_data`` (``metadata.yaml``) as the record ``custom_data``."""
+        custom: dict[str, str] = {}
+        for bag in self._reader.readers:
+            found = getattr(getattr(bag, "metadata", None), "custom", None)
+            if isinstance(found, dict):
+                custom.update({str(k): str(v) for k, v in found.items()})
+        return {"custom_data": custom} if custom else {}
+
     def messages(self, topics: Collection[str]) -> Iterator[MessageRecord]:
         """Decoded messages of ``topics`` in time order.
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sim2real.dataset import infer_family
+from sim2real.errors import IngestError
 from sim2real.ingest._source import RecordingReader, TopicInfo
 from sim2real.ingest.fields import get_field, numeric_leaves
 from sim2real.ingest.images import is_image_type
@@ -20,14 +22,49 @@ _MAX_CHANNELS_PER_TOPIC = 48
 _SKIP_FIELDS = re.compile(r"(^|\.)(header|timestamp|stamp)(\.|$)|(^|\.)(seq|sec|nanosec|nsec)$")
 
 
-def _first_messages(reader: RecordingReader, topics: dict[str, TopicInfo]) -> dict[str, Any]:
-    """The first message of each topic (reading stops as soon as every topic has one)."""
-    first: dict[str, Any] = {}
-    for topic, _, message in reader.messages(topics):
-        first.setdefault(topic, message)
-        if len(first) == len(topics):
-            break
-    return first
+def _first_message(reader: RecordingReader, topic: str) -> Any:
+    """The topic's first message, ``None`` when it has none.
+
+    Raises:
+        IngestError: the topic's messages cannot be decoded.
+    """
+    for _, _, message in reader.messages([topic]):
+        return message
+    return None
+
+
+@dataclass
+class _Seen:
+    """What the sampled recordings hold: each topic's info and first message, the files
+    holding it, and why a topic could not be decoded."""
+
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    first: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)
+    undecoded: dict[str, str] = field(default_factory=dict)
+
+
+def _sample(paths: list[Path]) -> _Seen:
+    seen = _Seen()
+    for path in paths:
+        reader = open_recording(path)
+        try:
+            for topic, info in reader.topics().items():
+                seen.topics.setdefault(topic, info)
+                seen.files.setdefault(topic, []).append(path.name)
+                if topic in seen.first:
+                    continue
+                try:
+                    message = _first_message(reader, topic)
+                except IngestError as err:
+                    seen.undecoded.setdefault(topic, str(err).split(": ", 1)[-1])
+                    continue
+                if message is not None:
+                    seen.first[topic] = message
+                    seen.undecoded.pop(topic, None)
+        finally:
+            reader.close()
+    return seen
 
 
 def _column(topic: str, path: str, message: Any) -> str:
@@ -48,16 +85,21 @@ def _slug(text: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^0-9A-Za-z]+", "_", text)).strip("_").lower()
 
 
-def _channel_lines(topic: str, info: TopicInfo, message: Any) -> list[str]:
-    lines = [f"  # {topic}  ({info.msgtype}, {info.count if info.count is not None else '?'} msgs)"]
+def _channel_lines(topic: str, info: TopicInfo, message: Any, only_in: list[str]) -> list[str]:
+    count = info.count if info.count is not None else "?"
+    lines = [f"  # {topic}  ({info.msgtype}, {count} msgs)"]
+    optional = ""
+    if only_in:
+        lines.append(f"  # only in {', '.join(only_in)}: optional (or move it under real:/sim:)")
+        optional = ", optional: true"
     leaves = [(p, v) for p, v in numeric_leaves(message) if not _SKIP_FIELDS.search(p)]
     for path, value in itertools.islice(leaves, _MAX_CHANNELS_PER_TOPIC):
         name = _column(topic, path, message)
         family = infer_family(name) or infer_family(topic.replace("/", "_"))
-        guess = family or "dynamics"
-        note = "" if family else "   # family guessed: check it"
+        note = "family guessed from the name" if family else "no name matched: dynamics assumed"
         lines.append(f"  - {{from: {json.dumps(topic + '.' + path)}, name: {name}, "
-                     f"family: {guess}}}   # first value {value:.4g}{note}")
+                     f"family: {family or 'dynamics'}{optional}}}   "
+                     f"# check: {note}; first value {value:.4g}")
     if len(leaves) > _MAX_CHANNELS_PER_TOPIC:
         lines.append(f"  # ... {len(leaves) - _MAX_CHANNELS_PER_TOPIC} more numeric fields")
     if not leaves:
@@ -65,11 +107,12 @@ def _channel_lines(topic: str, info: TopicInfo, message: Any) -> list[str]:
     return lines
 
 
-def _header(path: Path) -> list[str]:
+def _header(paths: list[Path]) -> list[str]:
     return [
-        f"# sim2real ingest mapping, started from {path.name} by `sim2real init-mapping`.",
-        "# Every key is explained in `sim2real ingest mcap --help`. Check the families,",
-        "# delete the channels you do not need, and fill in the TODOs.",
+        f"# sim2real ingest mapping, started from {', '.join(p.name for p in paths)} by "
+        "`sim2real init-mapping`.",
+        "# Every key is explained in `sim2real ingest mcap --help`. Check the lines marked",
+        "# '# check', delete the channels you do not need, and fill in the TODOs.",
         "",
         "task: TODO_task_name            # or {filename: 'regex'} / {csv: col} / {topic:, field:}",
         "source: real                    # real | sim",
@@ -81,6 +124,7 @@ def _header(path: Path) -> list[str]:
         "time: log                       # log (recording time) | header (header.stamp)",
         "episodes:",
         "  split: file                   # one episode per file; or markers:",
+        "  grace: 1.0                    # outcome/failure up to 1 s after the last sample",
         "  # split: markers",
         "  # start: {topic: /episode, field: data, equals: start}",
         "  # end: {topic: /episode, field: data, equals: end}",
@@ -92,27 +136,31 @@ def _header(path: Path) -> list[str]:
     ]
 
 
-def starter_mapping(path: Path) -> str:
-    """The text of a starter mapping for the recording at ``path`` (MCAP or bag).
+def starter_mapping(paths: Path | list[Path]) -> str:
+    """The text of a starter mapping for the recordings at ``paths`` (MCAP or bags): the
+    topics of all of them, each field's family a guess marked ``# check``.
 
     Raises:
-        IngestError: the recording cannot be read.
+        IngestError: a recording cannot be opened.
     """
-    reader = open_recording(path)
-    try:
-        topics = reader.topics()
-        first = _first_messages(reader, topics)
-    finally:
-        reader.close()
-    lines = _header(path)
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    seen = _sample(paths)
+    topics = seen.topics
+    lines = _header(paths)
     images = [t for t in sorted(topics) if is_image_type(topics[t].msgtype)]
     lines.append("images:" if images else "images: []")
     lines += [f"  - {{topic: {json.dumps(t)}, prefix: {_slug(t) or 'cam'}}}   "
               f"# {topics[t].msgtype}" for t in images]
     lines += ["", "channels:"]
+    names = [p.name for p in paths]
     for topic in sorted(set(topics) - set(images)):
-        if topic in first:
-            lines += _channel_lines(topic, topics[topic], first[topic])
+        only_in = seen.files[topic] if len(seen.files[topic]) < len(paths) else []
+        if topic in seen.first:
+            lines += _channel_lines(topic, topics[topic], seen.first[topic], only_in)
+        elif topic in seen.undecoded:
+            lines.append(f"  # {topic}  ({topics[topic].msgtype}): skipped, cannot be decoded "
+                         f"({seen.undecoded[topic]})")
         else:
-            lines.append(f"  # {topic}  ({topics[topic].msgtype}): no messages")
+            lines.append(f"  # {topic}  ({topics[topic].msgtype}): no messages in "
+                         f"{', '.join(names)}")
     return "\n".join(lines) + "\n"
