@@ -31,31 +31,40 @@ Progress = Callable[[int], None]
 @dataclass(frozen=True)
 class Plan:
     """What to read: the channels and image topics of every variant, and the topics whose
-    messages episode values and markers come from."""
+    messages episode values and markers come from.
+
+    ``positions`` maps each variant's spec objects (by ``id``: specs hold dicts, so they
+    do not hash) to their entry in ``channels`` or ``images``.
+    """
 
     channels: list[ChannelSpec]
     images: list[ImageSpec]
     value_topics: set[str]
+    positions: dict[int, int]
 
     def channel_index(self, spec: ChannelSpec) -> int:
-        return self.channels.index(spec)
+        return self.positions[id(spec)]
 
     def image_index(self, spec: ImageSpec) -> int:
-        return self.images.index(spec)
+        return self.positions[id(spec)]
 
 
 def plan_of(mapping: Mapping) -> Plan:
     """The channels and image topics of ``mapping`` and its variants, each once."""
     channels: list[ChannelSpec] = []
     images: list[ImageSpec] = []
+    positions: dict[int, int] = {}
     for variant in mapping.all_variants:
-        channels += [c for c in variant.channels if c not in channels]
-        images += [i for i in variant.images if i not in images]
+        for specs, found in ((variant.channels, channels), (variant.images, images)):
+            for spec in specs:
+                if spec not in found:
+                    found.append(spec)  # type: ignore[arg-type]
+                positions[id(spec)] = found.index(spec)  # type: ignore[arg-type]
     topics = {t for s in mapping.value_sources() for t in s.topics}
     for cond in (mapping.episodes.start, mapping.episodes.end):
         if cond is not None:
             topics.add(cond.topic)
-    return Plan(channels, images, topics)
+    return Plan(channels, images, topics, positions)
 
 
 @dataclass
@@ -313,10 +322,10 @@ def _image_plan(plan: Plan, topics: dict[str, TopicInfo], where: str,
     return out
 
 
-def _extract_all(reader: RecordingReader, mapping: Mapping, progress: Progress | None) -> Extracted:
+def _extract_all(reader: RecordingReader, mapping: Mapping, plan: Plan,
+                 progress: Progress | None) -> Extracted:
     where = str(reader.path)
     out = Extracted(topics=reader.topics(), metadata=reader.metadata())
-    plan = plan_of(mapping)
     groups = _groups(plan, out.topics, where, out.problems)
     images = _image_plan(plan, out.topics, where, out.problems)
     frames: dict[str, tuple[list[int], list[np.ndarray], list[np.ndarray]]] = {
@@ -354,6 +363,8 @@ def _extract_all(reader: RecordingReader, mapping: Mapping, progress: Progress |
             progress(2000)
     if progress is not None:
         progress(out.messages % 2000)
+    for messages in out.events.values():  # readers may give a file's order, not time order
+        messages.sort(key=lambda m: m[0])
     for topic, topic_groups in groups.items():
         for group in topic_groups:
             _finish(group, plan, where, topic, out)
@@ -378,9 +389,9 @@ def condition_matches(message: Any, field_path: str | None, equals: Scalar | Non
     return equals is None or str(value).lower() == str(equals).lower()
 
 
-def extract(reader: RecordingReader, mapping: Mapping,
+def extract(reader: RecordingReader, mapping: Mapping, plan: Plan,
             progress: Progress | None = None) -> Extracted:
-    """Read every message the mapping uses, once, in time order.
+    """Read every message ``plan`` (of ``mapping``) names, once.
 
     The cyclic garbage collector is paused meanwhile: the loop allocates millions of small
     lists that hold no cycles, and collections over them cost more than the decoding.
@@ -392,7 +403,7 @@ def extract(reader: RecordingReader, mapping: Mapping,
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _extract_all(reader, mapping, progress)
+        return _extract_all(reader, mapping, plan, progress)
     finally:
         if enabled:
             gc.enable()

@@ -30,7 +30,7 @@ class MessageRecord(NamedTuple):
 
 
 class RecordingReader(Protocol):
-    """An open recording: its topics and a stream of decoded messages, in log-time order."""
+    """An open recording: its topics, metadata and a stream of decoded messages."""
 
     path: Path
 
@@ -43,7 +43,7 @@ class RecordingReader(Protocol):
         ...
 
     def messages(self, topics: Collection[str]) -> Iterator[MessageRecord]:
-        """Decoded messages of ``topics`` in log-time order.
+        """Decoded messages of ``topics``, in about time order (ingest sorts each series).
 
         Raises:
             IngestError: the file is corrupt or a message cannot be decoded.

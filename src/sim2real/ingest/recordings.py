@@ -116,7 +116,7 @@ def read_episodes(files: Sequence[Path], mapping: Mapping, kind: Kind,
         try:
             reader = open_recording(path, kind)
             try:
-                extracted = extract(reader, mapping, progress)
+                extracted = extract(reader, mapping, plan, progress)
             finally:
                 reader.close()
             episodes.extend(split_episodes(extracted, plan, mapping, path, sidecar))

@@ -72,7 +72,9 @@ class RosbagRecording:
         """rosbag2's ``custom_data`` (``metadata.yaml``) as the record ``custom_data``."""
         custom: dict[str, str] = {}
         for bag in self._reader.readers:
-            found = getattr(getattr(bag, "metadata", None), "custom", None)
+            # rosbags keeps it on the storage's metadata (no public accessor in 0.11).
+            meta = getattr(getattr(bag, "storage", bag), "metadata", None)
+            found = getattr(meta, "custom", None)
             if isinstance(found, dict):
                 custom.update({str(k): str(v) for k, v in found.items()})
         return {"custom_data": custom} if custom else {}
