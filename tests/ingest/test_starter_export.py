@@ -46,7 +46,7 @@ def test_cli_init_mapping(tmp_path: Path) -> None:
 @pytest.fixture
 def run_dir(tmp_path: Path, mapping_data: dict) -> Path:
     """A dataset of one real failure and two sim rollouts, and a report naming them."""
-    mapping_data["source"] = {"filename": "^(real|sim)_"}
+    mapping_data.update(source={"filename": "^(real|sim)_"}, deployment="w01")
     paths = [write_ros2_mcap(tmp_path / f"{name}.mcap", episode_messages())
              for name in ("real_w01", "sim_001", "sim_002")]
     ingest_recordings(paths, parse_mapping(mapping_data), tmp_path / "ds")

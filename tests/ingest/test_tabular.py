@@ -183,3 +183,63 @@ def test_cli_lerobot_and_robomimic(tmp_path: Path) -> None:
     episodes = pq.read_table(tmp_path / "ds" / "episodes.parquet")
     assert episodes.num_rows == 5
     assert episodes["source"].to_pylist() == ["real", "real", "sim", "sim", "sim"]
+
+
+def test_robomimic_facts_from_attributes_families_and_a_sidecar_by_demo_name(
+        tmp_path: Path) -> None:
+    path = write_robomimic(tmp_path / "lift.hdf5")
+    with h5py.File(path, "a") as f:
+        f["data"].attrs["operator"] = "ana"
+        f["data/demo_1"].attrs["operator"] = "bo"
+        f["data/demo_10"].attrs["light"] = "0.35"
+        f["data/demo_0/obs/robot0_eef_pos"][1, 0] = np.inf
+    (tmp_path / "map.yaml").write_text(
+        "ctx: {light: {attr: light}}\nsys: {operator: {attr: operator}}\n")
+    (tmp_path / "fam.csv").write_text("channel,family,unit\nrobot0_eef_pos_2,perception,m\n")
+    (tmp_path / "side.csv").write_text("episode_id,failure_time,ctx.split\ndemo_1,0.05,holdout\n")
+    result = CliRunner().invoke(main, [
+        "ingest", "robomimic", str(path), "-o", str(tmp_path / "ds"), "-m",
+        str(tmp_path / "map.yaml"), "--families", str(tmp_path / "fam.csv"),
+        "--sidecar", str(tmp_path / "side.csv")])
+    assert result.exit_code == 0, result.output
+    assert "1 sample(s) were NaN or inf" in result.output and "robot0_eef_pos_0 (1)" in result.output
+    rows = {r["episode_id"]: r for r in pq.read_table(tmp_path / "ds" / "episodes.parquet")
+            .to_pylist()}
+    assert rows["lift-demo_0"]["sys.operator"] == "ana"  # the file's, where the demo has none
+    assert rows["lift-demo_1"]["sys.operator"] == "bo"
+    assert rows["lift-demo_10"]["ctx.light"] == 0.35 and rows["lift-demo_0"]["ctx.light"] is None
+    assert rows["lift-demo_1"]["failure_time"] == 0.05
+    assert rows["lift-demo_1"]["ctx.split"] == "holdout"
+    channels = (tmp_path / "ds" / "channels.csv").read_text()
+    assert "robot0_eef_pos_2,perception,m" in channels
+    assert "robot0_eef_pos_0," not in channels  # undeclared: inferred when analysed, and said
+
+
+def test_lerobot_next_success_is_the_outcome_not_a_channel(tmp_path: Path) -> None:
+    root = write_lerobot(tmp_path / "ds_in", "v3.0")
+    info = json.loads((root / "meta" / "info.json").read_text())
+    info["features"]["next.success"] = {"dtype": "bool", "shape": [1], "names": None}
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    part = root / "data" / "chunk-000" / "file-000.parquet"
+    table = pq.read_table(part)
+    success = (pc.equal(table["episode_index"], 0).to_numpy(zero_copy_only=False)
+               & (table["frame_index"].to_numpy() == 5))  # episode 0 succeeds at its end
+    pq.write_table(table.append_column("next.success", pa.array(success)), part)
+    with pytest.warns(UserWarning):
+        episodes, signals, channels = read_lerobot(root)
+    assert episodes["outcome"].to_pylist() == ["success", "failure"]
+    assert "next_success" not in signals.column_names
+    assert "success" not in {c.name for c in channels}
+
+
+@pytest.mark.parametrize("info", [
+    [1, 2], {"codebase_version": "v3.0", "features": ["state"]},
+    {"codebase_version": "v3.0", "features": {"observation.state": {"shape": "3"}}},
+    {"codebase_version": "v3.0", "features": {"observation.state": {"dtype": "float32",
+                                                                    "shape": [-1]}}},
+])
+def test_lerobot_info_json_of_the_wrong_shape(tmp_path: Path, info: object) -> None:
+    root = write_lerobot(tmp_path / "ds_in", "v3.0")
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(IngestError, match=r"info\.json"):
+        read_lerobot(root)

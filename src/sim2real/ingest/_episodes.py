@@ -155,10 +155,11 @@ def _row(mapping: Mapping, facts: Facts, episode_id: str, start: int) -> dict[st
         raise IngestError(f"{facts.where}: source {row.get('source')!r}; expected real or sim")
     if row["source"] == "real":  # the spec: param.* is null on real rows
         row.update({k: None for k in row if k.startswith("param.")})
-    if row["source"] == "real" and row.get("outcome") is None:
-        msg = (f"{facts.where}: a real episode needs an outcome; none came from the mapping's "
-               "outcome")
-        raise IngestError(msg)
+    for key in ("outcome", "deployment"):  # started_at defaults to the first message
+        if row["source"] == "real" and row.get(key) is None:
+            msg = (f"{facts.where}: a real episode needs {'an' if key == 'outcome' else 'a'} "
+                   f"{key}; none came from the mapping's {key}:")
+            raise IngestError(msg)
     return row
 
 

@@ -136,6 +136,11 @@ def _header(paths: list[Path]) -> list[str]:
     ]
 
 
+def _only_in(seen: _Seen, topic: str, paths: list[Path]) -> list[str]:
+    """The files holding ``topic`` when not all of them do (empty when all do)."""
+    return seen.files[topic] if len(seen.files[topic]) < len(paths) else []
+
+
 def starter_mapping(paths: Path | list[Path]) -> str:
     """The text of a starter mapping for the recordings at ``paths`` (MCAP or bags): the
     topics of all of them, each field's family a guess marked ``# check``.
@@ -149,12 +154,16 @@ def starter_mapping(paths: Path | list[Path]) -> str:
     lines = _header(paths)
     images = [t for t in sorted(topics) if is_image_type(topics[t].msgtype)]
     lines.append("images:" if images else "images: []")
-    lines += [f"  - {{topic: {json.dumps(t)}, prefix: {_slug(t) or 'cam'}}}   "
-              f"# {topics[t].msgtype}" for t in images]
+    for t in images:
+        only_in = _only_in(seen, t, paths)
+        optional = ", optional: true" if only_in else ""
+        note = f"; only in {', '.join(only_in)}" if only_in else ""
+        lines.append(f"  - {{topic: {json.dumps(t)}, prefix: {_slug(t) or 'cam'}{optional}}}   "
+                     f"# {topics[t].msgtype}{note}")
     lines += ["", "channels:"]
     names = [p.name for p in paths]
     for topic in sorted(set(topics) - set(images)):
-        only_in = seen.files[topic] if len(seen.files[topic]) < len(paths) else []
+        only_in = _only_in(seen, topic, paths)
         if topic in seen.first:
             lines += _channel_lines(topic, topics[topic], seen.first[topic], only_in)
         elif topic in seen.undecoded:
