@@ -202,7 +202,8 @@ def test_robomimic_facts_from_attributes_families_and_a_sidecar_by_demo_name(
         str(tmp_path / "map.yaml"), "--families", str(tmp_path / "fam.csv"),
         "--sidecar", str(tmp_path / "side.csv")])
     assert result.exit_code == 0, result.output
-    assert "1 sample(s) were NaN or inf" in result.output and "robot0_eef_pos_0 (1)" in result.output
+    assert "1 sample(s) were NaN or inf" in result.output
+    assert "robot0_eef_pos_0 (1)" in result.output
     rows = {r["episode_id"]: r for r in pq.read_table(tmp_path / "ds" / "episodes.parquet")
             .to_pylist()}
     assert rows["lift-demo_0"]["sys.operator"] == "ana"  # the file's, where the demo has none
