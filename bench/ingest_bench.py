@@ -1,17 +1,22 @@
 """Ingest rate against a plain iteration over the same file with the same reader library.
 
-Writes a ROS 2 MCAP with N ``sensor_msgs/JointState`` messages (100 Hz) and a second one
-with JPEG ``CompressedImage`` frames (640x480, 30 Hz), then times in this process:
+Writes a ROS 2 MCAP with N ``sensor_msgs/JointState`` messages (100 Hz), a second one
+with JPEG ``CompressedImage`` frames (640x480, 30 Hz), and a multi-rate fleet (a generated
+world recorded by :mod:`sim2real.demo.recorded`: one file per episode, joint states and
+commands at 20 Hz, a 10 Hz perception estimate, real-only system topics and a 1 Hz
+``DiagnosticArray``, facts in metadata records) as Foxglove JSON MCAP, ROS 2 MCAP, rosbag2
+(sqlite3) and ROS 1 bags, then times in this process:
 
 - plain: every message read and decoded by the reader library, nothing else
-  (mcap + mcap-ros2-support; rosbags' AnyReader for the rosbag path);
+  (mcap + its decoder; rosbags' AnyReader for the rosbag path), file by file;
 - ingest: ``sim2real.ingest.ingest_recordings`` into a dataset (field extraction, image
-  statistics, episode table, Parquet write).
+  statistics, episode split and facts, Parquet write).
 
 The ratio ingest/plain is the figure. Image decoding is reported as frames/s against the
 recorded 30 frames/s. Results are appended to the "## Ingest" section of bench/README.md.
 
-Run: ``.venv/bin/python -m bench.ingest_bench [--messages 100000] [--frames 300]``
+Run: ``.venv/bin/python -m bench.ingest_bench [--messages 100000] [--frames 300]
+[--fleet-scale 0.1]``
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,27 +88,32 @@ def write_frames(path: Path, n: int) -> Path:
     return path
 
 
-def plain_mcap(path: Path) -> int:
-    """Read and decode every message with mcap + mcap-ros2-support."""
+def plain_mcap(paths: list[Path]) -> int:
+    """Read and decode every message with mcap + mcap-ros2-support (and a JSON decoder)."""
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
+    from sim2real.ingest.mcap import _json_decoder_factory
+
     n = 0
-    with path.open("rb") as f:
-        for _ in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
-            n += 1
+    for path in paths:
+        with path.open("rb") as f:
+            reader = make_reader(f, decoder_factories=[DecoderFactory(), _json_decoder_factory()])
+            for _ in reader.iter_decoded_messages():
+                n += 1
     return n
 
 
-def plain_rosbags(path: Path) -> int:
-    """Read and deserialize every message with rosbags' AnyReader."""
+def plain_rosbags(paths: list[Path]) -> int:
+    """Read and deserialize every message with rosbags' AnyReader, one recording at a time."""
     from rosbags.highlevel import AnyReader
 
     n = 0
-    with AnyReader([path]) as reader:
-        for conn, _, raw in reader.messages():
-            reader.deserialize(raw, conn.msgtype)
-            n += 1
+    for path in paths:
+        with AnyReader([path]) as reader:
+            for conn, _, raw in reader.messages():
+                reader.deserialize(raw, conn.msgtype)
+                n += 1
     return n
 
 
@@ -115,13 +126,34 @@ def _timed(func: Callable[[], object], repeat: int = 3) -> float:
     return best
 
 
-def ingest(path: Path, mapping: dict[str, object], kind: str, out: Path) -> None:
+def ingest(paths: list[Path], mapping: Any, kind: str, out: Path) -> None:
     from sim2real.ingest import ingest_recordings, parse_mapping
 
-    ingest_recordings([path], parse_mapping(mapping), out, kind=kind)  # type: ignore[arg-type]
+    if isinstance(mapping, dict):
+        mapping = parse_mapping(mapping)
+    ingest_recordings(paths, mapping, out, kind=kind)
 
 
-def run(messages: int, frames: int) -> list[tuple[str, int, float, float]]:
+def fleet_cases(root: Path, scale: float) -> list[tuple[str, list[Path], Any, str]]:
+    """The multi-rate fleet recorded in each message format: ``(case, files, mapping,
+    kind)``."""
+    import dataclasses
+
+    from sim2real.demo.recorded import record_world
+    from sim2real.demo.synthetic import generate_world, standard_world
+    from sim2real.ingest import load_mapping
+
+    spec = dataclasses.replace(standard_world(), real_rate_hz=20.0, sim_rate_hz=20.0)
+    world = generate_world(spec, root / "world", seed=0, scale=scale)
+    cases = []
+    for fmt in ("mcap-json", "mcap-ros2", "rosbag2", "ros1"):
+        rec = record_world(world.dataset, root / fmt, fmt)
+        cases.append((f"multi-rate fleet, {fmt} ({len(rec.paths)} files)", rec.paths,
+                      load_mapping(rec.mapping), rec.kind))
+    return cases
+
+
+def run(messages: int, frames: int, fleet_scale: float) -> list[tuple[str, int, float, float]]:
     """``(case, messages, plain seconds, ingest seconds)`` per case."""
     joints_map = {"task": "t", "outcome": "success", "deployment": "w01",
                   "channels": [f"/joint_states.{f}[{i}] -> j{i + 1}_{f[:3]}"
@@ -133,13 +165,16 @@ def run(messages: int, frames: int) -> list[tuple[str, int, float, float]]:
         root = Path(tmp)
         joints = write_joints(root / "joints.mcap", messages)
         images = write_frames(root / "frames.mcap", frames)
-        for case, path, mapping, kind, plain in (
-                ("JointState, mcap", joints, joints_map, "mcap", plain_mcap),
-                ("JointState, rosbags", joints, joints_map, "rosbag", plain_rosbags),
-                ("JPEG 640x480, mcap", images, image_map, "mcap", plain_mcap)):
-            n = plain(path)
-            t_plain = _timed(lambda p=path, f=plain: f(p))
-            t_ingest = _timed(lambda p=path, m=mapping, k=kind: ingest(p, m, k, root / "ds"))
+        cases: list[tuple[str, list[Path], Any, str]] = [
+            ("JointState, mcap", [joints], joints_map, "mcap"),
+            ("JointState, rosbags", [joints], joints_map, "rosbag"),
+            *fleet_cases(root / "fleet", fleet_scale),
+            ("JPEG 640x480, mcap", [images], image_map, "mcap")]
+        for case, paths, mapping, kind in cases:
+            plain = plain_mcap if kind == "mcap" else plain_rosbags
+            n = plain(paths)
+            t_plain = _timed(lambda p=paths, f=plain: f(p))
+            t_ingest = _timed(lambda p=paths, m=mapping, k=kind: ingest(p, m, k, root / "ds"))
             rows.append((case, n, t_plain, t_ingest))
     return rows
 
@@ -157,20 +192,22 @@ def table(rows: list[tuple[str, int, float, float]]) -> str:
     return "\n".join(lines)
 
 
-def append_readme(text: str, command: str) -> None:
-    """Append the results under "## Ingest" (created if absent), leaving other sections alone."""
+def append_readme(text: str, command: str, *, section: str = SECTION,
+                  about: str = __doc__.splitlines()[0]) -> None:
+    """Append the results under ``section`` of bench/README.md (created after the others,
+    with the line ``about``, if absent), leaving other sections alone."""
     current = README.read_text() if README.exists() else "# Benchmarks\n"
     stamp = time.strftime("%Y-%m-%d %H:%M")
     entry = (f"\n### {stamp}, Python {platform.python_version()}, {platform.machine()}\n\n"
              f"`{command}`\n\n{text}\n")
-    if SECTION not in current:
-        current = current.rstrip("\n") + f"\n\n{SECTION}\n\n{__doc__.splitlines()[0]}\n"
+    if f"{section}\n" not in current:
+        current = current.rstrip("\n") + f"\n\n{section}\n\n{about}\n"
         README.write_text(current + entry)
         return
-    head, _, tail = current.partition(SECTION)
+    head, _, tail = current.partition(f"{section}\n")
     nxt = tail.find("\n## ")
     body, rest = (tail, "") if nxt < 0 else (tail[:nxt], tail[nxt:])
-    README.write_text(head + SECTION + body.rstrip("\n") + "\n" + entry + rest)
+    README.write_text(head + section + "\n" + body.rstrip("\n") + "\n" + entry + rest)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -178,9 +215,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--fleet-scale", type=float, default=0.1,
+                        help="size of the multi-rate fleet (1.0: ~1000 real, 600 sim episodes)")
     parser.add_argument("--no-readme", action="store_true")
     args = parser.parse_args(argv)
-    text = table(run(args.messages, args.frames))
+    text = table(run(args.messages, args.frames, args.fleet_scale))
     print(text)
     if not args.no_readme:
         command = ".venv/bin/python -m bench.ingest_bench " + " ".join(

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ingest_fixtures import episode_messages, write_ros2_mcap
+from ingest_fixtures import T0, episode_messages, write_ros2_mcap
 
 from sim2real.cli import main
 from sim2real.errors import IngestError, InputError
@@ -112,3 +112,33 @@ def test_cli_exit_code_2_on_bad_input(tmp_path: Path, mapping_data: dict,
         f.create_group("stuff")
     result = runner.invoke(main, ["ingest", "robomimic", str(bad_h5), "-o", str(tmp_path / "d")])
     assert result.exit_code == 2 and "x.hdf5" in result.output
+
+
+def test_a_message_that_does_not_decode_names_topic_and_time(tmp_path: Path,
+                                                             mapping_data: dict) -> None:
+    """Valid CRCs, but a message is not the CDR its schema says (a recorder bug)."""
+    from mcap.writer import Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    msgdef = get_typestore(Stores.ROS2_HUMBLE).generate_msgdef("sensor_msgs/msg/JointState",
+                                                               ros_version=2)[0]
+    path = tmp_path / "w01_a.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f)
+        writer.start(profile="ros2", library="test")
+        schema = writer.register_schema("sensor_msgs/msg/JointState", "ros2msg", msgdef.encode())
+        channel = writer.register_channel("/joint_states", "cdr", schema)
+        writer.add_message(channel, log_time=T0 + 5, data=b"\x00\x01\x00\x00\xff",
+                           publish_time=T0 + 5)
+        writer.finish()
+    with pytest.raises(IngestError, match=rf"w01_a\.mcap: topic '/joint_states' at {T0 + 5} ns"):
+        ingest_recordings([path], parse_mapping(mapping_data), tmp_path / "ds")
+
+
+def test_a_mapping_of_random_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "mapping.yaml"
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, 400).astype(np.uint8).tobytes())
+    result = CliRunner().invoke(main, ["ingest", "mcap", str(tmp_path), "-m", str(path),
+                                       "-o", str(tmp_path / "ds")])
+    assert result.exit_code == 2 and "mapping.yaml" in result.output
+    assert "Traceback" not in result.output

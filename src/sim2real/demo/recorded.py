@@ -128,7 +128,7 @@ def _episode_messages(row: dict[str, Any], frames: pa.Table, groups: _Groups,
                 values = [{"key": n, "value": f"{col[n][k]:.6g}"} for n in system[1:]]
                 msgs.append(("/diagnostics", ns, {
                     "header": {"stamp": _stamp(ns), "frame_id": ""},
-                    "status": [{"level": b"\x00", "name": "comm", "message": "",
+                    "status": [{"level": 0, "name": "comm", "message": "",
                                 "hardware_id": str(row.get("robot_id") or ""),
                                 "values": values}]}))
     if row.get("outcome") == "failure" and row.get("failure_time") is not None:
@@ -174,14 +174,10 @@ def _write_mcap_json(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None
                 schema = writer.register_schema(TYPES[topic].replace("/msg/", "."), "jsonschema",
                                                 json.dumps({"type": "object"}).encode())
                 channels[topic] = writer.register_channel(topic, "json", schema)
-            data = json.dumps(body, default=_json_bytes).encode()
+            data = json.dumps(body).encode()
             writer.add_message(channels[topic], log_time=ns, data=data, publish_time=ns)
         writer.add_metadata("episode", facts)
         writer.finish()
-
-
-def _json_bytes(value: Any) -> Any:
-    return int.from_bytes(value, "little") if isinstance(value, bytes) else str(value)
 
 
 def _write_mcap_ros2(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None:
@@ -223,8 +219,6 @@ def _field(store: Any, nodetype: Any, kind: int, detail: Any, value: Any) -> Any
     if kind == nodetype.BASE:
         if detail[0] == "string":
             return "" if value is None else str(value)
-        if isinstance(value, bytes):
-            return int.from_bytes(value, "little")
         return 0 if value is None else value
     sub_kind, sub_detail = detail[0]
     if sub_kind == nodetype.BASE and sub_detail[0] != "string":

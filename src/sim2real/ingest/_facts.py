@@ -197,6 +197,8 @@ def apply_facts(row: dict[str, Any], mapping: IngestMapping, facts: Facts) -> di
         IngestError: a value cannot be read or typed; names the episode and the key.
     """
     for name in FACT_KEYS:
+        if name not in mapping.model_fields_set and row.get(name) is not None:
+            continue  # a default of the mapping (source: real) never overrides the source
         value = resolve(getattr(mapping, name), facts, name)
         if value is not None:
             row[name] = _column_value(name, value, facts.where)

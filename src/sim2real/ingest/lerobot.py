@@ -142,10 +142,12 @@ def _episode_tasks(root: Path, version: str) -> dict[int, str]:
 
 
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A Parquet file, its page checksums verified where the writer stored them."""
     try:
-        present = pq.read_schema(path).names
-        return pq.read_table(path, columns=None if columns is None else
-                             [c for c in columns if c in present])
+        source = pq.ParquetFile(path, page_checksum_verification=True)
+        present = source.schema_arrow.names
+        return source.read(columns=None if columns is None else
+                           [c for c in columns if c in present])
     except _ERRORS as err:
         raise IngestError(f"{path}: not a readable Parquet file ({err})") from err
 
@@ -260,10 +262,24 @@ def read_lerobot(root: str | Path, defaults: EpisodeDefaults | None = None, *,
             msg = (f"{path}: expected columns episode_index, frame_index, timestamp; "
                    f"found {table.column_names}")
             raise IngestError(msg)
+        for name, check in (("episode_index", pa.types.is_integer),
+                            ("frame_index", pa.types.is_integer),
+                            ("timestamp", pa.types.is_floating)):
+            kind = table.schema.field(name).type
+            if not check(kind):
+                raise IngestError(f"{path}: column {name!r} holds {kind}; expected "
+                                  f"{'seconds' if name == 'timestamp' else 'integers'}")
         for index in sorted(set(table["episode_index"].to_pylist()) - {None}):
             frames = table.filter(pc.equal(table["episode_index"], index))
             episode_id = f"{root.name}-{int(index):06d}"
-            t, columns, fams = _episode(frames, features, episode_id, str(path))
+            try:
+                t, columns, fams = _episode(frames, features, episode_id, str(path))
+            except IngestError:
+                raise
+            except Exception as err:  # a damaged file that info.json does not describe
+                msg = (f"{path}: episode {episode_id!r} cannot be read ({type(err).__name__}: "
+                       f"{err}); does meta/info.json describe its columns?")
+                raise IngestError(msg) from err
             found.update(fams)
             samples.append(columns)
             signals = signals_table(episode_id, t, columns)

@@ -38,8 +38,12 @@ __all__ = ["ingest_robomimic", "read_robomimic"]
 
 _LAYOUT = "data/demo_N groups holding actions, and optionally states, rewards, dones, obs/<key>"
 _DEMO = re.compile(r"demo_(\d+)$")
-# What a damaged file makes h5py raise while reading a demo (besides our own IngestError).
-_H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError)
+
+
+def _member(group: Any, name: str) -> Any:
+    """``group[name]``, ``None`` when there is no such link. (h5py's ``get`` also answers
+    ``None`` for a member it cannot open, hiding a damaged file.)"""
+    return group[name] if name in group else None
 
 
 def _env_args(data: Any) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def _demos(data: Any, where: str) -> list[str]:
 def _splits(handle: Any) -> dict[str, str]:
     """Demo name -> split name from ``mask/<split>`` (the first split that lists it)."""
     out: dict[str, str] = {}
-    mask = handle.get("mask")
+    mask = _member(handle, "mask")
     if mask is None:
         return out
     for split in mask:
@@ -93,14 +97,14 @@ def _columns(demo: Any, n: int,
             columns[name] = flat[:, i]
             families[name] = family
 
-    add("action", demo["actions"][()], "policy")
+    add("action", _stored(demo["actions"], where), "policy")
     if "states" in demo:
-        add("state", demo["states"][()], "dynamics")
+        add("state", _stored(demo["states"], where), "dynamics")
     if "rewards" in demo:
-        add("reward", demo["rewards"][()], "policy")
-    obs = demo.get("obs")
+        add("reward", _stored(demo["rewards"], where), "policy")
+    obs = _member(demo, "obs")
     for key in sorted(obs) if obs is not None else []:
-        array = obs[key][()]
+        array = _stored(obs[key], where)
         name = re.sub(r"[^0-9A-Za-z]+", "_", key).strip("_")
         if array.dtype == np.uint8 and array.ndim in (3, 4) and n:  # (T, H, W[, C]) frames
             columns.update(episode_image_columns(name, list(array)))
@@ -108,6 +112,19 @@ def _columns(demo: Any, n: int,
         else:
             add(name, array, None)
     return columns, families
+
+
+def _stored(dataset: Any, where: str) -> np.ndarray:
+    """A dataset's values, refusing a chunked one whose chunks are not all stored: HDF5
+    reads a missing chunk (never written, or its index damaged) as fill values."""
+    if dataset.chunks is not None and dataset.size:
+        expected = int(np.prod([-(-n // c) for n, c in zip(dataset.shape, dataset.chunks,
+                                                            strict=True)]))
+        if dataset.id.get_num_chunks() < expected:
+            msg = (f"{where}: key {dataset.name!r} has {dataset.id.get_num_chunks()} of its "
+                   f"{expected} chunks stored; the file is damaged or was not fully written")
+            raise IngestError(msg)
+    return np.asarray(dataset[()])
 
 
 def _outcome(demo: Any) -> str:
@@ -161,14 +178,14 @@ def read_robomimic(path: str | Path, defaults: EpisodeDefaults | None = None,
     where = str(path)
     try:
         handle = h5py.File(path, "r")
-    except OSError as err:
+    except Exception as err:  # not HDF5, or a damaged superblock
         raise IngestError(f"{where}: not a readable HDF5 file ({err}); expected {_LAYOUT}") from err
     try:
         with handle:
             episodes, parts, found = _read_demos(h5py, handle, path, defaults, rate, mapping)
     except IngestError:
         raise
-    except _H5_ERRORS as err:
+    except Exception as err:  # h5py on a damaged file
         msg = f"{where}: cannot be read, damaged ({type(err).__name__}: {err})"
         raise IngestError(msg) from err
     declared = {c.name: c for c in read_families(families)} if families else {}
@@ -187,7 +204,7 @@ def _read_demos(h5py: Any, handle: Any, path: Path, defaults: EpisodeDefaults | 
     facts: list[Facts] = []
     parts, found = [], {}
     samples: list[dict[str, np.ndarray]] = []
-    data = handle.get("data")
+    data = _member(handle, "data")
     if data is None or not isinstance(data, h5py.Group):
         msg = f"{where}: no group 'data' (found {list(handle)[:5]}); expected {_LAYOUT}"
         raise IngestError(msg)
@@ -208,7 +225,7 @@ def _read_demos(h5py: Any, handle: Any, path: Path, defaults: EpisodeDefaults | 
             outcome = _outcome(demo)
         except IngestError:
             raise
-        except _H5_ERRORS as err:
+        except Exception as err:  # h5py on a damaged demo
             msg = f"{where}: data/{name} cannot be read, damaged ({type(err).__name__}: {err})"
             raise IngestError(msg) from err
         found.update(fams)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,6 @@ def is_rosbag2_dir(path: Path) -> bool:
     return path.is_dir() and (path / "metadata.yaml").is_file()
 
 
-def _errors() -> tuple[type[Exception], ...]:
-    """Exceptions rosbags raises on unreadable bags (its own plus damaged-data ones)."""
-    anyreader = require("rosbags.highlevel.anyreader")
-    bag1 = require("rosbags.rosbag1")
-    bag2 = require("rosbags.rosbag2")
-    return (anyreader.AnyReaderError, bag1.ReaderError, bag2.ReaderError, EOFError, struct.error,
-            ValueError, KeyError, IndexError, OSError, AssertionError)
-
-
 class RosbagRecording:
     """An open ROS 1 bag, rosbag2 folder, or bare ``.db3`` / ``.mcap`` rosbag2 file.
 
@@ -42,7 +32,6 @@ class RosbagRecording:
         self.path = Path(path)
         highlevel = require("rosbags.highlevel")
         typesys = require("rosbags.typesys")
-        self._errors = _errors()
         store = typesys.Stores.ROS1_NOETIC if self.path.suffix == ".bag" else (
             typesys.Stores.ROS2_HUMBLE)
         if not self.path.exists():
@@ -51,7 +40,7 @@ class RosbagRecording:
             self._reader = highlevel.AnyReader(
                 [self.path], default_typestore=typesys.get_typestore(store))
             self._reader.open()
-        except self._errors as err:
+        except Exception as err:  # any failure of rosbags on this bag: it is damaged
             raise self._corrupt(err) from err
         self._topics: dict[str, TopicInfo] = {}
         for conn in self._reader.connections:
@@ -59,8 +48,8 @@ class RosbagRecording:
             count = conn.msgcount + (prior.count or 0 if prior else 0)
             self._topics[conn.topic] = TopicInfo(conn.topic, conn.msgtype, count)
 
-    def _corrupt(self, err: Exception) -> IngestError:
-        return IngestError(f"{self.path}: not a readable bag, truncated or corrupt "
+    def _corrupt(self, err: Exception, where: str = "") -> IngestError:
+        return IngestError(f"{self.path}{where}: not a readable bag, truncated or corrupt "
                            f"({type(err).__name__}: {err}); expected a ROS 1 bag or a rosbag2 "
                            "folder / .db3 / .mcap file")
 
@@ -94,11 +83,14 @@ class RosbagRecording:
         while True:
             try:
                 conn, stamp, raw = next(stream)
-                message: Any = deserialize(raw, conn.msgtype)
             except StopIteration:
                 return
-            except self._errors as err:
+            except Exception as err:  # rosbags on a damaged bag
                 raise self._corrupt(err) from err
+            try:
+                message: Any = deserialize(raw, conn.msgtype)
+            except Exception as err:  # a message that does not decode as its type
+                raise self._corrupt(err, f": topic {conn.topic!r} at {stamp} ns") from err
             yield MessageRecord(conn.topic, stamp, message)
 
     def close(self) -> None:
