@@ -43,7 +43,7 @@ _DEMO = re.compile(r"demo_(\d+)$")
 def _member(group: Any, name: str) -> Any:
     """``group[name]``, ``None`` when there is no such link. (h5py's ``get`` also answers
     ``None`` for a member it cannot open, hiding a damaged file.)"""
-    return group[name] if name in group else None
+    return group[name] if name in group else None  # noqa: SIM401 - get() is the problem
 
 
 def _env_args(data: Any) -> dict[str, Any]:
