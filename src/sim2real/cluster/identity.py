@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from statsmodels.stats.rates import test_poisson_2indep
+
+from sim2real.cluster.trend import rate_ratio_pvalue
 
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
@@ -161,8 +162,7 @@ def _escalating(deployments: Sequence[str], episodes: np.ndarray, failures: np.n
     if e1 <= 0 or e0 <= 0 or c1 == 0:
         return False
     ratio = (c1 / e1) / max(c0 / e0, 0.5 / e0)
-    p = test_poisson_2indep(int(c1), e1, int(c0), e0, method="exact-cond",
-                            alternative="larger").pvalue
+    p = rate_ratio_pvalue(int(c1), e1, int(c0), e0, "greater")
     return bool(ratio >= _ESCALATION_RATIO and p < _ALPHA)
 
 

@@ -24,7 +24,7 @@ import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
+from sim2real._optional import require
 
 __all__ = ["ExportPlan", "export_event", "plan_export"]
 
@@ -131,7 +131,7 @@ def _stamp(ns: int) -> dict[str, int]:
 
 
 def _write_mcap(plan: ExportPlan, path: Path) -> None:
-    writer_mod = require("mcap.writer")
+    writer_mod = require("mcap.writer", "ingest")
     with path.open("wb") as f:
         writer = writer_mod.Writer(f)
         writer.start(profile="", library="sim2real export")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
+from sim2real._optional import require
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["McapRecording"]
@@ -21,7 +21,7 @@ _READ_ERRORS: tuple[type[Exception], ...] = (EOFError, struct.error, ValueError,
 
 def _json_decoder_factory() -> Any:
     """A decoder factory for ``json`` message encoding (the mcap package ships none)."""
-    reader = require("mcap.reader")
+    reader = require("mcap.reader", "ingest")
 
     class JsonDecoderFactory(reader.DecoderFactory):  # type: ignore[name-defined]
         def decoder_for(self, message_encoding: str, schema: Any) -> Callable[[bytes], Any] | None:
@@ -42,9 +42,9 @@ class McapRecording:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        reader_mod = require("mcap.reader")
-        ros2 = require("mcap_ros2.decoder")
-        self._errors = (require("mcap.exceptions").McapError, *_READ_ERRORS)
+        reader_mod = require("mcap.reader", "ingest")
+        ros2 = require("mcap_ros2.decoder", "ingest")
+        self._errors = (require("mcap.exceptions", "ingest").McapError, *_READ_ERRORS)
         try:
             self._file: IO[bytes] = self.path.open("rb")
         except OSError as err:
@@ -93,7 +93,7 @@ class McapRecording:
         Raises:
             IngestError: a damaged chunk, or a message encoding with no decoder.
         """
-        decoder_missing = require("mcap.exceptions").DecoderNotFoundError
+        decoder_missing = require("mcap.exceptions", "ingest").DecoderNotFoundError
         stream = self._reader.iter_decoded_messages(topics=list(topics), log_time_order=True)
         while True:
             try:

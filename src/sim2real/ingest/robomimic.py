@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from sim2real.dataset import Channel, infer_family, write_dataset
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
+from sim2real._optional import require
 from sim2real.ingest._tables import EpisodeDefaults, finish_rows, signals_table
 from sim2real.ingest.images import STATS, episode_image_columns
 
@@ -110,7 +110,7 @@ def read_robomimic(path: str | Path, defaults: EpisodeDefaults | None = None,
     Raises:
         IngestError: the file is not HDF5 or not robomimic's layout (names the key).
     """
-    h5py = require("h5py")
+    h5py = require("h5py", "ingest")
     path = Path(path)
     where = str(path)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
+from sim2real._optional import require
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["RosbagRecording", "is_rosbag2_dir"]
@@ -21,9 +21,9 @@ def is_rosbag2_dir(path: Path) -> bool:
 
 def _errors() -> tuple[type[Exception], ...]:
     """Exceptions rosbags raises on unreadable bags (its own plus damaged-data ones)."""
-    anyreader = require("rosbags.highlevel.anyreader")
-    bag1 = require("rosbags.rosbag1")
-    bag2 = require("rosbags.rosbag2")
+    anyreader = require("rosbags.highlevel.anyreader", "ingest")
+    bag1 = require("rosbags.rosbag1", "ingest")
+    bag2 = require("rosbags.rosbag2", "ingest")
     return (anyreader.AnyReaderError, bag1.ReaderError, bag2.ReaderError, EOFError, struct.error,
             ValueError, KeyError, IndexError, OSError, AssertionError)
 
@@ -40,8 +40,8 @@ class RosbagRecording:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        highlevel = require("rosbags.highlevel")
-        typesys = require("rosbags.typesys")
+        highlevel = require("rosbags.highlevel", "ingest")
+        typesys = require("rosbags.typesys", "ingest")
         self._errors = _errors()
         store = typesys.Stores.ROS1_NOETIC if self.path.suffix == ".bag" else (
             typesys.Stores.ROS2_HUMBLE)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from sim2real._optional import require
+
 __all__ = ["serve"]
 
 _LOCAL_NAMES = {"localhost", "ip6-localhost"}
@@ -55,13 +57,10 @@ def serve(root: Path, host: str, port: int, token: str | None) -> None:
             "give --token TOKEN (or set SIM2REAL_TOKEN) so only your team gets in"
         )
         raise click.UsageError(msg)
-    try:
-        import uvicorn
+    uvicorn = require("uvicorn", "serve")
+    require("fastapi", "serve")
+    from sim2real.serve.app import create_app
 
-        from sim2real.serve.app import create_app
-    except ImportError as err:
-        msg = f"the dashboard needs FastAPI and uvicorn: pip install 'sim2real[serve]' ({err})"
-        raise click.ClickException(msg) from err
     app = create_app(root, token)
     runs = len(app.state.store.runs())
     click.echo(
