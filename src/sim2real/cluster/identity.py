@@ -20,7 +20,8 @@ Lifecycle, from the cluster's per-deployment failures and exposure:
 - ``escalating``: its rate in the newest deployments (those the previous report did not
   have; without any, the last one) is significantly above its earlier rate (one-sided
   exact conditional Poisson test, p < 0.05) and at least 1.5x;
-- ``new``: no previous cluster matched; otherwise ``ongoing``.
+- ``new``: no previous cluster matched (on a first run, without an earlier report: its
+  first failure is in the latest deployment); otherwise ``ongoing``.
 """
 
 from __future__ import annotations
@@ -130,7 +131,12 @@ def lifecycle_of(
         return "regressed"
     if _escalating(deployments, episodes, failures, previous_deployments):
         return "escalating"
-    return "new" if previous is None else "ongoing"
+    if previous is not None:
+        return "ongoing"
+    # Without an earlier report, "new" means new in the latest deployment.
+    seen = np.flatnonzero(failures > 0)
+    first_run = not previous_deployments
+    return "ongoing" if first_run and seen.size and seen[0] < len(failures) - 1 else "new"
 
 
 def _resolved_index(episodes: np.ndarray, failures: np.ndarray) -> int | None:

@@ -23,8 +23,8 @@ import pyarrow.csv as pcsv
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
-from sim2real.errors import IngestError
 from sim2real._optional import require
+from sim2real.errors import IngestError
 
 __all__ = ["ExportPlan", "export_event", "plan_export"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sim2real.errors import IngestError
 from sim2real._optional import require
+from sim2real.errors import IngestError
 
 __all__ = ["HIST_BINS", "STATS", "decode_compressed", "decode_image", "decode_raw",
            "episode_image_columns", "frame_stats", "hist_distance", "is_image_type"]

@@ -8,8 +8,8 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from sim2real.errors import IngestError
 from sim2real._optional import require
+from sim2real.errors import IngestError
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["McapRecording"]

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sim2real._optional import require
 from sim2real.dataset import Channel, infer_family, write_dataset
 from sim2real.errors import IngestError
-from sim2real._optional import require
 from sim2real.ingest._tables import EpisodeDefaults, finish_rows, signals_table
 from sim2real.ingest.images import STATS, episode_image_columns
 

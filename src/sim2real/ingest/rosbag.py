@@ -7,8 +7,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from sim2real.errors import IngestError
 from sim2real._optional import require
+from sim2real.errors import IngestError
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["RosbagRecording", "is_rosbag2_dir"]

@@ -20,7 +20,11 @@ __all__ = [
     "anchor",
     "best_action",
     "extra",
+    "fmt_p",
+    "fmt_range",
+    "fmt_value",
     "justification",
+    "p_is",
     "summary_sentences",
     "validation_sentence",
 ]
@@ -64,6 +68,33 @@ _JUSTIFY: Mapping[str, str] = {
     "drift beyond the spread of the sim rollouts.",
     "investigate": "no targeted fix is clear; the number is a rough upper bound.",
 }
+
+
+def fmt_p(p: float) -> str:
+    """A p-value as people read it: ``< 0.001`` below that, else two significant digits."""
+    return "< 0.001" if p < 0.001 else f"{p:.2g}"
+
+
+def _decimals(spread: float) -> int:
+    """Decimals that show ``spread`` to two significant digits (none for spreads >= 10)."""
+    if not math.isfinite(spread) or spread <= 0:
+        return 3
+    return max(0, 1 - math.floor(math.log10(spread)))
+
+
+def fmt_value(value: float, low: float, high: float) -> str:
+    """``value`` to the precision its interval ``[low, high]`` supports.
+
+    The interval's width sets the last decimal shown, two significant digits of the width:
+    0.3111 in an interval 1.09 wide reads 0.3, not 0.3111.
+    """
+    d = _decimals(abs(high - low))
+    return f"{value:.{d}f}"
+
+
+def fmt_range(low: float, high: float) -> str:
+    """A range ``[low, high]`` with both ends to the precision of its width."""
+    return f"[{fmt_value(low, low, high)}, {fmt_value(high, low, high)}]"
 
 
 def extra(model: object, name: str, default: object = None) -> object:
@@ -181,8 +212,14 @@ def _fastest(model: ReportModel) -> str:
     return (
         f"{c.cluster_id} ({TAXONOMY_LABELS[c.taxonomy].lower()}, {c.confidence:.0%} confidence) "
         f"is growing fastest: its rate is multiplied by about {factor:.2f} per deployment "
-        f"(p = {c.trend.p_value:.2g}){now}."
+        f"(p {p_is(c.trend.p_value)}){now}."
     )
+
+
+def p_is(p: float) -> str:
+    """``< 0.001`` or ``= 0.03``: a p-value after ``p``."""
+    text = fmt_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def best_action(model: ReportModel) -> tuple[ClusterReport, Action, float] | None:
@@ -227,14 +264,37 @@ def summary_sentences(model: ReportModel) -> list[tuple[str, str]]:
     ]
 
 
+_VERDICT_WORDS: Mapping[str, str] = {
+    "shrank": "shrank",
+    "grew": "grew",
+    "gone": "is gone",
+    "new": "is new",
+    "unchanged": "is unchanged",
+}
+
+
 def validation_sentence(model: ValidationModel) -> str:
-    """One sentence: which clusters the fix shrank and whether anything grew."""
+    """One sentence: what became of the clusters the fix targeted, and of the others.
 
-    def ids(*verdicts: str) -> list[str]:
-        return [c.cluster_id for c in model.clusters if c.verdict in verdicts]
+    Each cluster is named with the verdict word its table row shows.
+    """
+    by_id = {c.cluster_id: c for c in model.clusters}
+    raw = extra(model, "targets", [])
+    targets = [str(t) for t in raw] if isinstance(raw, list) else []
 
-    shrank, grew = ids("shrank", "gone"), ids("grew", "new")
-    first = f"{', '.join(shrank)} shrank" if shrank else "no cluster shrank significantly"
-    second = f"{', '.join(grew)} grew or appeared" if grew else "nothing grew"
+    def said(cid: str) -> str:
+        c = by_id.get(cid)
+        return f"{cid} {_VERDICT_WORDS[c.verdict]}" if c else f"{cid} was not found"
+
+    moved = [c.cluster_id for c in model.clusters
+             if c.cluster_id not in targets and c.verdict != "unchanged"]
+    parts = []
+    if targets:
+        parts.append("targeted " + ", ".join(said(t) for t in targets))
+    if moved:
+        parts.append(("elsewhere " if targets else "") + ", ".join(said(m) for m in moved))
+    else:
+        parts.append("nothing else changed significantly" if targets
+                     else "no cluster changed significantly")
     versus = f"{', '.join(model.candidate)} against {', '.join(model.baseline)}"
-    return f"In {versus}: {first}; {second}."
+    return f"In {versus}: {'; '.join(parts)}."

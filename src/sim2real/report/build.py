@@ -152,6 +152,8 @@ def _summary(diagnosis: Diagnosis) -> DatasetSummary:
         deployments=list(diagnosis.dataset.deployments),
         tasks=sorted(set(episodes["task"].to_pylist())),
         path=diagnosis.dataset.root.canonical(),
+        units={n: c.unit for n, c in diagnosis.dataset.channels.items() if c.unit},
+        reference_channels=list(diagnosis.yardstick.channels[diagnosis.yardstick.sim_channels:]),
     )
 
 

@@ -30,9 +30,13 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
               help="Folder for validation.json and validation.html.")
 @click.option("--previous", type=click.Path(exists=True, path_type=Path),
               help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
+@click.option("--target", "targets", default="",
+              callback=lambda _c, _p, v: [n.strip() for n in v.split(",") if n.strip()],
+              help="Cluster IDs the fix was meant to shrink, comma-separated (e.g. C4; "
+                   "those of --previous): named first in the verdict.")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
-             previous: Path | None, quiet: bool) -> None:
+             previous: Path | None, targets: list[str], quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
     Clusters are learnt on the baseline deployments of DATASET; the candidate
@@ -54,7 +58,7 @@ def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out
     stages = Stages(enabled=not quiet)
     known = Report.load(previous).model if previous is not None else None
     result = run_validate(dataset, baseline, candidate, out=out, stages=stages,
-                          previous=known)
+                          previous=known, targets=targets)
     if not quiet:
         from sim2real.report.console import print_validation
 

@@ -8,7 +8,8 @@
    candidate rate is significantly above its baseline rate is reported as ``new``;
 4. per cluster, the rate ratio candidate / baseline (failures per real episode):
    exact conditional test (the candidate's share of the failures is binomial under equal
-   rates: :func:`sim2real.cluster.trend.rate_ratio_pvalue`), two-sided p-value = twice the smaller one-sided p-value
+   rates: :func:`sim2real.cluster.trend.rate_ratio_pvalue`), two-sided p-value = twice
+   the smaller one-sided p-value
    (the central convention, dual to the interval), and its 95 % interval: the
    Clopper-Pearson interval of the candidate's share of the cluster's failures mapped to a
    rate ratio. Verdicts use Benjamini-Hochberg-adjusted p-values over the clusters
@@ -34,8 +35,8 @@ from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.location import fleet_of
-from sim2real.cluster.trend import rate_ratio_pvalue
 from sim2real.cluster.taxonomy import label_cluster
+from sim2real.cluster.trend import rate_ratio_pvalue
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
 from sim2real.pipeline import (
@@ -72,6 +73,7 @@ def validate(
     out: str | Path | None = None,
     stages: Stages | None = None,
     previous: ReportModel | None = None,
+    targets: Sequence[str] = (),
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -85,6 +87,8 @@ def validate(
         previous: a report whose cluster IDs the baseline clusters keep where they are
             found again (the rule of :func:`sim2real.cluster.identity.assign_ids`), so
             the verdicts speak of the clusters a team already knows.
+        targets: the cluster IDs the fix was meant to shrink (those of ``previous``);
+            recorded, and named first on the page.
 
     Raises:
         UsageError: empty or overlapping deployment lists, or unknown deployments.
@@ -95,6 +99,10 @@ def validate(
     overlap = sorted(set(baseline) & set(candidate))
     if overlap:
         msg = f"deployment(s) {', '.join(overlap)} are in both --baseline and --candidate"
+        raise UsageError(msg)
+    unknown = sorted(set(targets) - {c.cluster_id for c in previous.clusters}) if previous else []
+    if unknown:
+        msg = f"--target {', '.join(unknown)}: no such cluster in the --previous report"
         raise UsageError(msg)
     config = config or AnalysisConfig()
     stages = stages or Stages(enabled=False)
@@ -137,7 +145,7 @@ def validate(
         next_k += 1
     clusters = _verdicts(tests, base_n, cand_n)
     model = ValidationModel(baseline=list(baseline), candidate=list(candidate),
-                            clusters=clusters)
+                            clusters=clusters, targets=list(targets))
     result = Validation(model)
     if out is not None:
         result.save(out)
