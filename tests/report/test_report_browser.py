@@ -31,7 +31,8 @@ def browser() -> Iterator[Any]:
         "playwright.sync_api", reason="Playwright is not installed: pip install 'sim2real[browser]'"
     )
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+        pytest.skip(f"no Chromium at {CHROMIUM}: run `make browser-deps` "
+                    "(apt-get install chromium)")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
