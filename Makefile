@@ -50,7 +50,7 @@ test: browser-deps lint typecheck unit
 
 # docs/cli.md is generated from the commands' --help; a test fails when it is stale.
 docs: demo-deps
-	$(BIN)/python tools/cli_reference.py > docs/cli.md
+	$(BIN)/python tools/cli_reference.py
 
 # Debian's chromium for the browser tests (never a downloaded browser); where it cannot be
 # installed (not root, no network) those tests skip and everything else still runs.
