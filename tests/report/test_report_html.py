@@ -9,8 +9,9 @@ from html.parser import HTMLParser
 import pyarrow as pa
 import pytest
 
+from sim2real._format import fmt_p, fmt_range
 from sim2real.report import Report, ReportModel, Validation
-from sim2real.report._words import fmt_p, fmt_range, summary_sentences, validation_sentence
+from sim2real.report._words import summary_sentences, validation_sentence
 from sim2real.report.figures import poisson_rate_interval
 from sim2real.report.html import render_report, render_report_fragment
 
@@ -139,6 +140,7 @@ def test_numbers_read_as_people_read_them() -> None:
     assert fmt_range(0.3111, 1.4) == "[0.3, 1.4]"  # a range 1.09 wide: one decimal
     assert fmt_range(0.0021, 0.0095) == "[0.0021, 0.0095]"
     assert fmt_range(120.4, 980.2) == "[120, 980]"
+    assert fmt_range(0.31, 1.41, outward=True) == "[0.3, 1.5]"  # still holds the range
 
 
 def test_page_never_says_p_equals_zero(report: Report) -> None:

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
+from sim2real._format import fmt_p
 from sim2real.report.model import Action, ClusterReport, ReportModel, ValidationModel
 
 __all__ = [
@@ -20,9 +21,6 @@ __all__ = [
     "anchor",
     "best_action",
     "extra",
-    "fmt_p",
-    "fmt_range",
-    "fmt_value",
     "justification",
     "p_is",
     "summary_sentences",
@@ -68,33 +66,6 @@ _JUSTIFY: Mapping[str, str] = {
     "drift beyond the spread of the sim rollouts.",
     "investigate": "no targeted fix is clear; the number is a rough upper bound.",
 }
-
-
-def fmt_p(p: float) -> str:
-    """A p-value as people read it: ``< 0.001`` below that, else two significant digits."""
-    return "< 0.001" if p < 0.001 else f"{p:.2g}"
-
-
-def _decimals(spread: float) -> int:
-    """Decimals that show ``spread`` to two significant digits (none for spreads >= 10)."""
-    if not math.isfinite(spread) or spread <= 0:
-        return 3
-    return max(0, 1 - math.floor(math.log10(spread)))
-
-
-def fmt_value(value: float, low: float, high: float) -> str:
-    """``value`` to the precision its interval ``[low, high]`` supports.
-
-    The interval's width sets the last decimal shown, two significant digits of the width:
-    0.3111 in an interval 1.09 wide reads 0.3, not 0.3111.
-    """
-    d = _decimals(abs(high - low))
-    return f"{value:.{d}f}"
-
-
-def fmt_range(low: float, high: float) -> str:
-    """A range ``[low, high]`` with both ends to the precision of its width."""
-    return f"[{fmt_value(low, low, high)}, {fmt_value(high, low, high)}]"
 
 
 def extra(model: object, name: str, default: object = None) -> object:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from sim2real.report._words import fmt_range, fmt_value
+from sim2real._format import fmt_range, fmt_value
 from sim2real.report.model import ClusterTrend, SimParam, ValidationCluster
 
 __all__ = [

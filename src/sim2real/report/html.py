@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import numpy as np
 
+from sim2real._format import fmt_p
 from sim2real._version import __version__
 from sim2real.report import _views
-from sim2real.report._words import fmt_p, p_is, validation_sentence
+from sim2real.report._words import p_is, validation_sentence
 from sim2real.report.figures import VERDICT_COLORS, Figure, validation_rates
 
 if TYPE_CHECKING:
