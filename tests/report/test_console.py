@@ -34,3 +34,15 @@ def test_validation_table_fits_80_columns_with_whole_words(validation: Validatio
     assert "…" not in text and "failures / real episodes" in text
     for c in validation.model.clusters:
         assert f"{c.baseline.failures} / {c.baseline.episodes}" in text
+
+
+def test_wide_content_still_fits(validation: Validation) -> None:
+    data = validation.model.model_dump(mode="json")
+    for c in data["clusters"]:
+        c["taxonomy"], c["verdict"] = "deployment_system_noise", "unchanged"
+        c["baseline"] |= {"episodes": 15260, "failures": 9612, "rate": 0.6299}
+        c["candidate"] |= {"episodes": 6350, "failures": 9300, "rate": 1.4646}
+        c["rate_ratio"], c["ci_low"], c["ci_high"] = 2.3251, 1.7314, 3.1291
+    text = _printed(print_validation, Validation(type(validation.model).model_validate(data)))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text and text.count("unchanged") == len(data["clusters"])

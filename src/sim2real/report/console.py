@@ -22,25 +22,29 @@ from sim2real.report.snapshot import Report, Validation
 __all__ = ["print_report", "print_validation"]
 
 
+_CELL = 10  # a column wider than its longest word wraps its cells at about this width
+
+
 def _table(title: str, columns: Sequence[tuple[str, str]], rows: list[list[str]]) -> Table:
     """A table whose columns are never narrower than their longest word, so cells wrap
     between words (``columns``: header and justification)."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   padding=(0, 1, 0, 0))
     for i, (header, justify) in enumerate(columns):
-        words = [w for row in rows for w in row[i].split()] + header.split()
+        cells = [row[i] for row in rows] + [header]
+        word = max(len(w) for cell in cells for w in cell.split())
         table.add_column(header, justify=justify,  # type: ignore[arg-type]
-                         min_width=max(map(len, words)))
+                         width=max(word, min(max(map(len, cells)), _CELL)) + 1)  # + padding
     for row in rows:
         table.add_row(*row)
     return table
 
 
 def _print(console: Console, table: Table) -> None:
-    """Print ``table`` no narrower than its longest words: on a narrow terminal it runs
-    past the edge rather than cut a word."""
+    """Print ``table`` whole: on a terminal narrower than its longest words it runs past
+    the edge rather than cut a word."""
     needed = Measurement.get(console, console.options, table).minimum
-    console.print(table, width=max(console.width, needed))
+    console.print(table, width=max(console.width, needed), crop=False)
 
 
 def print_report(report: Report, out: Path, console: Console | None = None) -> None:
