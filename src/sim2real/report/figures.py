@@ -173,30 +173,31 @@ def param_intervals(params: Sequence[SimParam], color: str) -> Figure:
         pad = 0.06 * ((high - low) or 1.0)
         top_frac = 1 - (top + i * row_px) / height
         domain = [top_frac - (row_px - 22) / height, top_frac]
-        layout[f"xaxis{k}"] = _axis(anchor=ya, range=[low - pad, high + pad], nticks=6,
+        layout[f"xaxis{k}"] = _axis(anchor=ya, range=_round([low - pad, high + pad]), nticks=6,
                                     showgrid=False, tickfont={"size": 10}, ticks="outside",
                                     ticklen=3)
         layout[f"yaxis{k}"] = _axis(anchor=xa, domain=domain, showgrid=False,
                                     type="category", fixedrange=True)
         common = {"xaxis": xa, "yaxis": ya, "hoverinfo": "text"}
-        data.append({**common, "type": "scatter", "x": [p.sim_low, p.sim_high],
+        data.append({**common, "type": "scatter", "x": _round([p.sim_low, p.sim_high], 6),
                      "y": [p.param, p.param], "mode": "lines", "name": "sim range",
                      "line": {"color": "#cbd5e1", "width": 10},
                      "hovertext": f"sim range {fmt_range(p.sim_low, p.sim_high)}"})
-        data.append({**common, "type": "scatter", "x": [p.sim_nominal], "y": [p.param],
+        data.append({**common, "type": "scatter", "x": _round([p.sim_nominal], 6),
+                     "y": [p.param],
                      "mode": "markers", "name": "nominal",
                      "marker": {"symbol": "line-ns", "size": 14,
                                 "line": {"width": 2, "color": "#475569"}},
                      "hovertext": f"nominal {fmt_value(p.sim_nominal, p.sim_low, p.sim_high)}"})
-        data.append({**common, "type": "scatter", "x": [p.estimate], "y": [p.param],
+        data.append({**common, "type": "scatter", "x": _round([p.estimate], 6),
+                     "y": [p.param],
                      "mode": "markers", "name": "estimate",
-                     "error_x": {"type": "data", "array": [err], "color": color,
+                     "error_x": {"type": "data", "array": _round([err]), "color": color,
                                  "thickness": 2, "width": 4},
                      "marker": {"size": 11, "color": color,
                                 "line": {"width": 2.5 if outside else 1.5,
                                          "color": OUTSIDE_RING if outside else "white"}},
-                     "hovertext": _param_hover(p, err, outside),
-                     "meta": {"outside": outside}})
+                     "hovertext": _param_hover(p, err, outside)})
     return _figure(data, layout)
 
 

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FigureSet",
     "plotly_js",
-    "plotly_js_gz",
     "render_report",
     "render_report_fragment",
     "render_runs",
@@ -76,7 +75,7 @@ def _plain(value: Any) -> Any:
 
 
 @cache
-def plotly_js_gz() -> bytes:
+def _plotly_gz() -> bytes:
     """The gzipped plotly.js bundle shipped with sim2real (``tools/update_plotly.sh``)."""
     return files("sim2real.report").joinpath("static/plotly-cartesian.min.js.gz").read_bytes()
 
@@ -84,12 +83,12 @@ def plotly_js_gz() -> bytes:
 @cache
 def plotly_js() -> str:
     """The plotly.js bundle as JavaScript text (the dashboard serves it at its own URL)."""
-    return gzip.decompress(plotly_js_gz()).decode()
+    return gzip.decompress(_plotly_gz()).decode()
 
 
 @cache
 def _plotly_inline() -> str:
-    return base64.b64encode(plotly_js_gz()).decode("ascii")
+    return base64.b64encode(_plotly_gz()).decode("ascii")
 
 
 def _num(value: object, digits: int = 3) -> str:
