@@ -73,10 +73,13 @@ def main() -> None:
                    "(pip install 'sim2real[ray]').")
 @click.option("--address", default=None,
               help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
+@click.option("--skip-bad-episodes", is_flag=True,
+              help="Leave out real failures that cannot be compared (no samples, a "
+                   "failure_time outside them), listed in the warnings, instead of stopping.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
             window_s: float, min_cluster_size: int | None, engine: str, address: str | None,
-            quiet: bool) -> None:
+            skip_bad_episodes: bool, quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -106,7 +109,7 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
                             min_cluster_size=min_cluster_size, seed=seed)
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
-                         engine=engine, address=address)
+                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes)
     if not quiet:
         from sim2real.report.console import print_report
 

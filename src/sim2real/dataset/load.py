@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from sim2real.dataset.ids import EpisodeIndex
 from sim2real.dataset.location import Location
@@ -26,10 +27,18 @@ from sim2real.dataset.schema import (
     ParamRange,
     infer_family,
 )
-from sim2real.dataset.validate import check_episodes, check_signal_part
+from sim2real.dataset.validate import (
+    FLOAT32_MAX,
+    SampleSpans,
+    check_episodes,
+    check_names,
+    check_samples,
+    check_signal_part,
+    check_values,
+)
 from sim2real.errors import DatasetError
 
-__all__ = ["Dataset", "load_dataset"]
+__all__ = ["Dataset", "load_dataset", "unreadable"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +52,13 @@ class Dataset:
         channels: every channel present in the signals, in column order.
         params: randomisation ranges, keyed by parameter name without ``param.``.
         deployments: real deployments ordered by their earliest ``started_at``.
-        durations: each episode's last sample time, seconds (read while validating ``t``).
-        warnings: what the loader had to guess (inferred families, derived ranges).
+        durations: each episode's last sample time, seconds (read while validating ``t``),
+            at most ``span``; episodes without samples are absent.
+        warnings: what the loader had to guess (inferred families, derived ranges) or
+            left out.
+        span: the seconds from an episode's start that are compared: ten times the median
+            episode (:data:`~sim2real.dataset.validate.LONG_EPISODE`), so that no runaway
+            recording sizes every episode's grid.
     """
 
     root: Location
@@ -55,6 +69,7 @@ class Dataset:
     deployments: tuple[str, ...]
     durations: Mapping[str, float]
     warnings: tuple[str, ...]
+    span: float = np.inf
 
     @property
     def ctx_columns(self) -> list[str]:
@@ -80,21 +95,34 @@ class Dataset:
         filt = None
         if episode_ids is not None:
             filt = pc.field("episode_id").isin(pa.array(list(episode_ids), pa.string()))
-        table = source.to_table(columns=present, filter=filt)
+        try:
+            table = source.to_table(columns=present, filter=filt)
+        except (pa.ArrowException, OSError) as err:
+            raise unreadable(self.signal_files, present, err) from err
+        if "t" in table.column_names and table["t"].type != pa.float64():
+            # t written as text that reads as numbers throughout (checked when loaded)
+            table = table.set_column(1, "t", table["t"].cast(pa.float64()))
         for name in wanted:
             if name not in table.column_names:
                 table = table.append_column(name, pa.nulls(table.num_rows, pa.float64()))
         return table.select(wanted)
 
 
-def load_dataset(path: str | Path) -> Dataset:
+def load_dataset(path: str | Path, *, skip_bad_episodes: bool = False) -> Dataset:
     """Load a dataset folder and validate it against the dataset format.
+
+    Every rule is checked here, before any analysis: the episodes, each signals part's
+    footer and its ``episode_id``/``t`` pages (the channels' pages are checked, against their
+    page checksums where the writer stored them, as the analysis reads them), channel
+    values within range (from the row-group statistics), and the failures' samples.
 
     Args:
         path: folder with ``episodes.parquet|csv``, ``signals.parquet|csv`` or ``signals/``,
             and optionally ``channels.csv`` and ``params.csv``: a local path or any URI
             pyarrow's filesystems open (``s3://bucket/prefix``, ``gs://...``,
             ``file:///...``; credentials come from the store's usual environment).
+        skip_bad_episodes: leave out real failures that cannot be compared (no samples, a
+            ``failure_time`` outside them), with a warning, instead of failing.
 
     Returns:
         The validated :class:`Dataset`.
@@ -108,17 +136,18 @@ def load_dataset(path: str | Path) -> Dataset:
     episodes_file = _one_of(root, "episodes.parquet", "episodes.csv")
     episodes = check_episodes(_read_table(episodes_file), str(episodes_file))
     signal_files = _signal_files(root)
-    channel_names = _channel_columns(signal_files)
+    footers = [_footer(file) for file in signal_files]
+    channel_names = _channel_columns(signal_files, footers)
     known = EpisodeIndex(episodes["episode_id"].to_pylist())
-    last = np.full(len(known), -np.inf)
-    for file in signal_files:
-        table = _ids_and_times(file)
-        codes = check_signal_part(table, str(file), known)
-        # An episode may span files: keep its latest sample time over all of them.
-        np.maximum.at(last, codes, table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False))
-    durations = {e: float(d) for e, d in zip(known.ids.to_pylist(), last, strict=True)
-                 if np.isfinite(d)}
-    warnings: list[str] = []
+    spans = SampleSpans(len(known))
+    for file, footer in zip(signal_files, footers, strict=True):
+        codes, t = check_signal_part(_ids_and_times(file), str(file), known)
+        spans.add(codes, t)
+        _check_value_ranges(file, footer, channel_names)
+    episodes, span, warnings = check_samples(episodes, spans, str(episodes_file),
+                                             skip_bad=skip_bad_episodes)
+    durations = {e: min(float(d), span) for e, d in zip(known.ids.to_pylist(), spans.last,
+                                                        strict=True) if np.isfinite(d)}
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
     return Dataset(
@@ -130,6 +159,7 @@ def load_dataset(path: str | Path) -> Dataset:
         deployments=_deployment_order(episodes),
         durations=durations,
         warnings=tuple(warnings),
+        span=span,
     )
 
 
@@ -147,9 +177,25 @@ def _read_table(file: Location) -> pa.Table:
             options = pacsv.ConvertOptions(strings_can_be_null=True)
             with file.filesystem.open_input_stream(file.path) as stream:
                 return pacsv.read_csv(stream, convert_options=options)
-        return pads.dataset(file.path, format="parquet", filesystem=file.filesystem).to_table()
-    except (pa.ArrowInvalid, OSError) as err:
+        source = pq.ParquetFile(file.path, filesystem=file.filesystem,
+                                page_checksum_verification=True)
+        check_names(source.schema_arrow.names, str(file), ())
+        return source.read()
+    except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
+def unreadable(files: Sequence[Location], columns: Sequence[str],
+               err: Exception) -> DatasetError:
+    """The error for a read of signals that failed after loading (a corrupt page of a
+    channel: loading decodes only ``episode_id`` and ``t``), naming the part: each is
+    read alone until one fails (this runs only once a read has failed)."""
+    for file in files:
+        try:
+            _signal_dataset([file]).to_table(columns=[c for c in columns if c != "episode_id"])
+        except (pa.ArrowException, OSError) as part_err:
+            return DatasetError(f"cannot be read (corrupt page?): {part_err}", file=str(file))
+    return DatasetError(f"cannot be read: {err}", file=str(files[0]))
 
 
 def _signal_files(root: Location) -> tuple[Location, ...]:
@@ -161,9 +207,33 @@ def _signal_files(root: Location) -> tuple[Location, ...]:
     return (_one_of(root, "signals.parquet", "signals.csv"),)
 
 
+# Pages are checked against the checksums their writer stored (``write_dataset`` stores
+# them): a flipped bit in a compressed page otherwise decodes into silently wrong values.
+_VERIFY = pads.ParquetFragmentScanOptions(page_checksum_verification=True)
+
+
 def _signal_dataset(files: Sequence[Location]) -> pads.Dataset:
-    fmt = "csv" if files[0].suffix == ".csv" else "parquet"
+    fmt: str | pads.FileFormat = "csv"
+    if files[0].suffix != ".csv":
+        fmt = pads.ParquetFileFormat(default_fragment_scan_options=_VERIFY)
     return pads.dataset([f.path for f in files], format=fmt, filesystem=files[0].filesystem)
+
+
+def _footer(file: Location) -> pq.FileMetaData | None:
+    """A Parquet part's footer (``None`` for CSV), its column names checked: a part that is
+    empty, truncated or not Parquet at all fails here, named."""
+    try:
+        if file.suffix == ".csv":
+            names = _signal_dataset([file]).schema.names
+            footer = None
+        else:
+            footer = pq.read_metadata(file.path, filesystem=file.filesystem)
+            names = footer.schema.to_arrow_schema().names
+    except (pa.ArrowException, OSError) as err:
+        msg = f"cannot be read (empty, truncated or not {file.suffix[1:]}?): {err}"
+        raise DatasetError(msg, file=str(file)) from err
+    check_names(names, str(file), ("episode_id", "t"))
+    return footer
 
 
 def _ids_and_times(file: Location) -> pa.Table:
@@ -177,20 +247,20 @@ def _ids_and_times(file: Location) -> pa.Table:
             source = _signal_dataset([file])
         else:
             options = pads.ParquetReadOptions(dictionary_columns={"episode_id"})
-            source = pads.dataset(file.path, filesystem=file.filesystem,
-                                  format=pads.ParquetFileFormat(read_options=options))
-        for required in ("episode_id", "t"):
-            if required not in source.schema.names:
-                raise DatasetError("required column is missing", file=str(file), column=required)
+            fmt = pads.ParquetFileFormat(read_options=options,
+                                         default_fragment_scan_options=_VERIFY)
+            source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
         return source.to_table(columns=["episode_id", "t"])
-    except (pa.ArrowInvalid, OSError) as err:
+    except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
 
-def _channel_columns(files: Sequence[Location]) -> list[str]:
+def _channel_columns(files: Sequence[Location], footers: Sequence[pq.FileMetaData | None],
+                     ) -> list[str]:
     names: dict[str, None] = {}
-    for file in files:
-        schema = _signal_dataset([file]).schema
+    for file, footer in zip(files, footers, strict=True):
+        schema = _signal_dataset([file]).schema if footer is None else \
+            footer.schema.to_arrow_schema()
         for field in schema:
             if field.name in ("episode_id", "t"):
                 continue
@@ -202,6 +272,37 @@ def _channel_columns(files: Sequence[Location]) -> list[str]:
     if not names:
         raise DatasetError("no channel columns besides episode_id and t", file=str(files[0]))
     return list(names)
+
+
+def _check_value_ranges(file: Location, footer: pq.FileMetaData | None,
+                        channels: Sequence[str]) -> None:
+    """Every channel value within range, read from the row-group statistics; a column
+    chunk is decoded only where its statistics are missing or out of range (CSV: all)."""
+    if footer is None:
+        table = _signal_dataset([file]).to_table()
+        for name in channels:
+            if name in table.column_names:
+                check_values(table[name], str(file), name)
+        return
+    wanted = set(channels)
+    offset = 0
+    for g in range(footer.num_row_groups):
+        group = footer.row_group(g)
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            stats = chunk.statistics
+            if chunk.path_in_schema not in wanted or (
+                    stats is not None and stats.has_min_max
+                    and max(abs(stats.min), abs(stats.max)) <= FLOAT32_MAX):
+                continue
+            try:
+                values = pq.ParquetFile(file.path, filesystem=file.filesystem).read_row_group(
+                    g, columns=[chunk.path_in_schema])[0]
+            except (pa.ArrowException, OSError) as err:
+                raise DatasetError(f"cannot be read: {err}", file=str(file),
+                                   column=chunk.path_in_schema) from err
+            check_values(values, str(file), chunk.path_in_schema, offset)
+        offset += group.num_rows
 
 
 def _channels(root: Location, names: list[str], warnings: list[str]) -> dict[str, Channel]:

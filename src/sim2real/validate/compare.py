@@ -42,6 +42,7 @@ from sim2real.errors import UsageError
 from sim2real.pipeline import (
     AnalysisConfig,
     Diagnosis,
+    check_analysable,
     diagnose,
     real_episodes,
     score_failures,
@@ -54,7 +55,7 @@ from sim2real.report.model import (
     ValidationCluster,
     ValidationModel,
 )
-from sim2real.report.snapshot import Validation
+from sim2real.report.snapshot import Validation, check_output
 
 __all__ = ["ALPHA", "rate_comparison", "validate"]
 
@@ -74,6 +75,7 @@ def validate(
     stages: Stages | None = None,
     previous: ReportModel | None = None,
     targets: Sequence[str] = (),
+    skip_bad_episodes: bool = False,
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -89,10 +91,17 @@ def validate(
             the verdicts speak of the clusters a team already knows.
         targets: the cluster IDs the fix was meant to shrink (those of ``previous``);
             recorded, and named first on the page.
+        skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
+            instead of failing (see :func:`~sim2real.dataset.load_dataset`).
+
+    Returns:
+        The verdicts; no clusters when neither side has a real failure.
 
     Raises:
-        UsageError: empty or overlapping deployment lists, or unknown deployments.
-        AnalysisError: no sim rollouts or no baseline failures.
+        UsageError: empty or overlapping deployment lists, unknown deployments, ``out``
+            unfit for a run's outputs (all checked before any work), or failures in the
+            candidate deployments but none in the baseline to compare them with.
+        DatasetError: the dataset breaks the format or has no sim rollouts.
     """
     if not baseline or not candidate:
         raise UsageError("validate needs at least one baseline and one candidate deployment")
@@ -106,10 +115,22 @@ def validate(
         raise UsageError(msg)
     config = config or AnalysisConfig()
     stages = stages or Stages(enabled=False)
-    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    if out is not None:
+        check_output(out)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(
+        dataset, skip_bad_episodes=skip_bad_episodes)
     cand_real = real_episodes(ds, candidate)
+    base_real = real_episodes(ds, baseline)
+    check_analysable(ds, base_real)
+    if not any(pc.any(pc.equal(side["outcome"], "failure")).as_py()
+               for side in (base_real, cand_real)):
+        result = Validation(ValidationModel(baseline=list(baseline), candidate=list(candidate),
+                                            clusters=[], targets=list(targets)))
+        if out is not None:
+            result.save(out)
+        return result
     diagnosis = diagnose(ds, config, deployments=baseline, stages=stages)
-    base_n = real_episodes(ds, baseline).num_rows
+    base_n = base_real.num_rows
     cand_n = cand_real.num_rows
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
