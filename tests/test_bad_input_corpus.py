@@ -1,6 +1,6 @@
 """The bad-input corpus: a small valid fleet with one defect per case, through the CLI.
 
-Every case is generated from the same small synthetic world (a tenth of the standard one)
+Every case is generated from the same small synthetic world (``small_fleet``)
 and run through ``sim2real analyze`` (or ``validate``) in this process. Each asserts its
 exit code, a message naming the file, column or row, that no traceback escaped, and that
 an input error writes nothing.
@@ -23,15 +23,14 @@ from click.testing import CliRunner
 
 from sim2real.cli import main
 from sim2real.dataset import load_dataset
-from sim2real.demo.synthetic import generate_world, standard_world
 
 Mutation = Callable[[Path], None]
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def base(small_fleet: Path) -> Path:
     """The valid fleet every case starts from: 97 real episodes (24 failures), 60 sim."""
-    return generate_world(standard_world(), tmp_path_factory.mktemp("base"), scale=0.1).dataset
+    return small_fleet
 
 
 # --- editing a copy of the base dataset ----------------------------------------------------

@@ -94,8 +94,8 @@ def check_target(target: Path, known: frozenset[str]) -> None:
         probe.rmdir()
     except OSError as err:
         raise UsageError(f"output folder {target} cannot be written: {err.strerror}") from err
+    _clean_stale(target)
     if target.exists():
-        _clean_stale(target)
         foreign = sorted(p for p in _relative_files(target)
                          if Path(p).name not in known and not Path(p).name.startswith("."))
         if foreign:

@@ -1,6 +1,7 @@
 """The ``sim2real`` command line: parse, call the Python API, print, set the exit code.
 
-Exit codes: 0 done; 2 bad input or usage (the message says what and where); 1 anything else.
+Exit codes: 0 done; 2 bad input or usage (the message says what and where); 130 interrupted;
+1 anything else.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class _Group(click.Group):
         except Sim2RealError as err:
             click.echo(f"error: {err}", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            # Outputs land whole or not at all, so a Ctrl-C needs no more than this line.
+            click.echo("interrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -168,7 +173,7 @@ _DEMO_EXAMPLES: dict[str, list[str]] = {
               "--set param.friction=0.45"],
 }
 _EXIT_CODES = ("Exit codes: 0 done; 2 bad input or usage (the message names the file, "
-               "column and row, or the option); 1 anything else.")
+               "column and row, or the option); 130 interrupted (Ctrl-C); 1 anything else.")
 
 
 def _epilogs(group: click.Group, prefix: str = "") -> None:
