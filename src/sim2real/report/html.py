@@ -254,8 +254,9 @@ def render_runs(
     """The dashboard's list of runs, in the same page frame as the reports.
 
     Args:
-        rows: per run ``name``, ``report_href``, ``validation_href``, ``failures``,
-            ``clusters``, ``deployments``, ``fastest``, ``updated`` and ``error``.
+        rows: per run ``name`` (its folder), ``title`` (what it is), ``report_href``,
+            ``validation_href``, ``failures``, ``clusters``, ``deployments``, ``fastest``,
+            ``verdicts`` (``(cluster_id, verdict)`` pairs), ``updated`` and ``error``.
         root: the served folder, as shown to the user.
         api_href: the link to the API description.
         plotly_src: the URL of plotly.js (no figure here; it keeps the frame identical).

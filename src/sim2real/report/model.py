@@ -194,3 +194,4 @@ class ValidationModel(_Frozen):
     clusters: list[ValidationCluster]
     targets: list[str] = Field(default_factory=list,
                                description="extension: the clusters the fix was meant to shrink")
+    dataset: str | None = Field(None, description="extension: the dataset folder validated")

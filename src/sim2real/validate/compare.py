@@ -125,7 +125,8 @@ def validate(
     if not any(pc.any(pc.equal(side["outcome"], "failure")).as_py()
                for side in (base_real, cand_real)):
         result = Validation(ValidationModel(baseline=list(baseline), candidate=list(candidate),
-                                            clusters=[], targets=list(targets)))
+                                            clusters=[], targets=list(targets),
+                                            dataset=ds.root.canonical()))
         if out is not None:
             result.save(out)
         return result
@@ -166,7 +167,8 @@ def validate(
         next_k += 1
     clusters = _verdicts(tests, base_n, cand_n)
     model = ValidationModel(baseline=list(baseline), candidate=list(candidate),
-                            clusters=clusters, targets=list(targets))
+                            clusters=clusters, targets=list(targets),
+                            dataset=ds.root.canonical())
     result = Validation(model)
     if out is not None:
         result.save(out)
