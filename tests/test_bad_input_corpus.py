@@ -212,7 +212,8 @@ CASES: dict[str, Case] = {
     "t in epoch seconds": Case(
         _edit_signals(lambda s: s.set_column(1, "t", pc.add(s["t"], pc.multiply(
             pc.cast(pc.equal(s["episode_id"], "real-000003"), pa.float64()), 1.7e9)))), 2,
-        r"column 't': episode 'real-000003': t starts at 1\.7e\+09 s"),
+        r"part-00000\.parquet, column 't', row \d+: episode 'real-000003' starts at "
+        r"t = 1\.7e\+09 s"),
     "t column twice": Case(_edit_signals(_duplicate("t", "t")), 2,
                            r"part-00000\.parquet, column 't': column appears twice"),
     "channel named alike": Case(_edit_signals(_duplicate("grip_force", "grip_force ")), 2,

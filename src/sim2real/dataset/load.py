@@ -6,6 +6,7 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ from sim2real.dataset.validate import (
 )
 from sim2real.errors import DatasetError
 
-__all__ = ["Dataset", "load_dataset", "unreadable"]
+__all__ = ["Dataset", "load_dataset"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Dataset:
         try:
             table = source.to_table(columns=present, filter=filt)
         except (pa.ArrowException, OSError) as err:
-            raise unreadable(self.signal_files, present, err) from err
+            raise _unreadable(self.signal_files, present, err) from err
         if "t" in table.column_names and table["t"].type != pa.float64():
             # t written as text that reads as numbers throughout (checked when loaded)
             table = table.set_column(1, "t", table["t"].cast(pa.float64()))
@@ -144,10 +145,12 @@ def load_dataset(path: str | Path, *, skip_bad_episodes: bool = False) -> Datase
         codes, t = check_signal_part(_ids_and_times(file), str(file), known)
         spans.add(codes, t)
         _check_value_ranges(file, footer, channel_names)
-    episodes, span, warnings = check_samples(episodes, spans, str(episodes_file),
-                                             skip_bad=skip_bad_episodes)
-    durations = {e: min(float(d), span) for e, d in zip(known.ids.to_pylist(), spans.last,
-                                                        strict=True) if np.isfinite(d)}
+    episodes, span, warnings = check_samples(
+        episodes, spans, str(episodes_file), partial(_first_sample, signal_files, known),
+        skip_bad=skip_bad_episodes)
+    has = np.isfinite(spans.last)
+    durations = dict(zip(known.ids.filter(pa.array(has)).to_pylist(),
+                         np.minimum(spans.last[has], span).tolist(), strict=True))
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
     return Dataset(
@@ -161,6 +164,17 @@ def load_dataset(path: str | Path, *, skip_bad_episodes: bool = False) -> Datase
         warnings=tuple(warnings),
         span=span,
     )
+
+
+def _first_sample(files: Sequence[Location], known: EpisodeIndex,
+                  episode: int) -> tuple[str, int]:
+    """The file and row of an episode's first sample (to name it in an error: the IDs are
+    read again, which only an error pays for)."""
+    for file in files:
+        rows = np.flatnonzero(known.rows(_ids_and_times(file)["episode_id"]) == episode)
+        if rows.size:
+            return str(file), int(rows[0])
+    return str(files[0]), 0
 
 
 def _one_of(root: Location, *names: str) -> Location:
@@ -185,14 +199,15 @@ def _read_table(file: Location) -> pa.Table:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
 
-def unreadable(files: Sequence[Location], columns: Sequence[str],
+def _unreadable(files: Sequence[Location], columns: Sequence[str],
                err: Exception) -> DatasetError:
     """The error for a read of signals that failed after loading (a corrupt page of a
     channel: loading decodes only ``episode_id`` and ``t``), naming the part: each is
     read alone until one fails (this runs only once a read has failed)."""
     for file in files:
         try:
-            _signal_dataset([file]).to_table(columns=[c for c in columns if c != "episode_id"])
+            source = _signal_dataset([file])
+            source.to_table(columns=[c for c in columns if c in source.schema.names])
         except (pa.ArrowException, OSError) as part_err:
             return DatasetError(f"cannot be read (corrupt page?): {part_err}", file=str(file))
     return DatasetError(f"cannot be read: {err}", file=str(files[0]))
@@ -291,8 +306,9 @@ def _check_value_ranges(file: Location, footer: pq.FileMetaData | None,
         for j in range(group.num_columns):
             chunk = group.column(j)
             stats = chunk.statistics
-            if chunk.path_in_schema not in wanted or (
-                    stats is not None and stats.has_min_max
+            if chunk.path_in_schema not in wanted or stats is not None and (
+                    stats.has_null_count and stats.null_count == chunk.num_values
+                    or stats.has_min_max
                     and max(abs(stats.min), abs(stats.max)) <= FLOAT32_MAX):
                 continue
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -147,7 +148,8 @@ class SampleSpans:
     """Where each episode's samples lie, gathered file by file while ``t`` is validated.
 
     Attributes:
-        first, last: ``(n_episodes,)`` first and last sample time, NaN without samples.
+        first, last: ``(n_episodes,)`` first and last sample time (inf and -inf without
+            samples).
         count: ``(n_episodes,)`` samples.
     """
 
@@ -157,13 +159,22 @@ class SampleSpans:
         self.count = np.zeros(n_episodes, dtype=np.int64)
 
     def add(self, codes: np.ndarray, t: np.ndarray) -> None:
-        """Take in one file's samples (an episode may span files)."""
-        np.minimum.at(self.first, codes, t)
-        np.maximum.at(self.last, codes, t)
+        """Take in one file's samples, checked by :func:`check_signal_part` (an episode may
+        span files)."""
+        if not codes.size:
+            return
+        # Within an episode t increases in file order (checked), so each run of its rows
+        # starts at its earliest sample and ends at its latest: only run ends are compared.
+        change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        heads = np.concatenate([[0], change])
+        tails = np.concatenate([change - 1, [codes.size - 1]])
+        np.minimum.at(self.first, codes[heads], t[heads])
+        np.maximum.at(self.last, codes[tails], t[tails])
         self.count += np.bincount(codes, minlength=self.count.size)
 
 
-def check_samples(episodes: pa.Table, spans: SampleSpans, file: str, *,
+def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
+                  first_sample: Callable[[int], tuple[str, int]], *,
                   skip_bad: bool = False) -> tuple[pa.Table, float, list[str]]:
     """The rules joining episodes to their samples.
 
@@ -179,6 +190,8 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str, *,
         episodes: the validated episodes table.
         spans: its episodes' samples, in its row order.
         file: the episodes file, for messages.
+        first_sample: where an episode's first sample is (signals file, row), given its
+            row in ``episodes`` (asked only to name it in an error).
         skip_bad: leave out the failures that break a rule instead of failing.
 
     Returns:
@@ -196,10 +209,11 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str, *,
     ids = episodes["episode_id"].to_pylist()
     late = np.flatnonzero(has & (spans.first > span))
     if late.size:
-        row = int(late[0])
-        msg = (f"episode {ids[row]!r}: t starts at {spans.first[row]:.6g} s; t counts seconds "
-               f"from the episode start (not a clock time)")
-        raise DatasetError(msg, file=file, column="t")
+        episode = int(late[0])
+        msg = (f"episode {ids[episode]!r} starts at t = {spans.first[episode]:.6g} s; t counts "
+               f"seconds from the episode start (not a clock time)")
+        part, row = first_sample(episode)
+        raise DatasetError(msg, file=part, column="t", row=row)
     warnings: list[str] = []
     long = np.flatnonzero(has & (spans.last > span))
     if long.size:
