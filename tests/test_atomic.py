@@ -166,3 +166,16 @@ def test_output_folder_checked_before_any_work(tmp_path: Path, where: str,
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match=message):
         check_target(tmp_path / where, frozenset({"report.json"}))
+
+
+def test_a_linked_target_keeps_its_link(tmp_path: Path) -> None:
+    with atomic_files(tmp_path / "w09") as stage:
+        (stage / "a.json").write_text("old")
+    (tmp_path / "latest").symlink_to(tmp_path / "w09", target_is_directory=True)
+    check_target(tmp_path / "latest", frozenset({"a.json", "b.json"}))
+    with atomic_files(tmp_path / "latest") as stage:
+        (stage / "a.json").write_text("new")
+        (stage / "b.json").write_text("new")
+    assert (tmp_path / "latest").is_symlink()
+    assert (tmp_path / "w09" / "b.json").read_text() == "new" and _leftovers(tmp_path / "w09") \
+        == []

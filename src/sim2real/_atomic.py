@@ -48,7 +48,7 @@ def atomic_files(target: Path, *, replace: bool = False) -> Iterator[Path]:
             otherwise the files already in ``target`` and not staged are kept (an output
             folder that holds other runs' outputs), still landing in one swap.
     """
-    target = Path(target)
+    target = _real(Path(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(target)
     staging, lock = _new_staging(target)
@@ -80,16 +80,17 @@ def check_target(target: Path, known: frozenset[str]) -> None:
         UsageError: ``target`` is a file or under one, cannot be written, holds the current
             folder, or holds files that sim2real did not write.
     """
-    target = Path(target).absolute()
-    existing = next(p for p in (target, *target.parents) if p.exists())
-    if not existing.is_dir():
-        where = "is a file" if existing == target else f"is under the file {existing}"
-        raise UsageError(f"output folder {target} {where}; give a folder")
+    target = _real(Path(target).absolute())
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"output folder {target} is a file; give a folder")
+    parent = next(p for p in target.parents if p.exists())  # where the staging folder goes
+    if not parent.is_dir():
+        raise UsageError(f"output folder {target} is under the file {parent}; give a folder")
     if Path.cwd().resolve().is_relative_to(target.resolve()):
         msg = f"output folder {target} holds the current folder; give a folder below it"
         raise UsageError(msg)
     try:
-        probe = existing / f".sim2real-probe-{secrets.token_hex(4)}"
+        probe = parent / f".sim2real-probe-{secrets.token_hex(4)}"
         probe.mkdir()
         probe.rmdir()
     except OSError as err:
@@ -124,6 +125,12 @@ def link_tree(source: Path, dest: Path, *, skip: frozenset[str] = frozenset()) -
             os.link(path, out)
         except OSError:
             shutil.copy2(path, out)
+
+
+def _real(target: Path) -> Path:
+    """A target given through a symbolic link (``latest -> runs/w09``) is the folder it
+    names: the link stays, the folder is swapped."""
+    return target.resolve() if target.is_symlink() else target
 
 
 def _relative_files(root: Path) -> frozenset[str]:

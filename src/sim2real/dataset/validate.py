@@ -248,6 +248,8 @@ _MIN_SPAN_S = 1.0
 
 def _bad_failures(episodes: pa.Table, spans: SampleSpans, span: float) -> dict[int, str]:
     """Row -> why, for the real failures that cannot be compared."""
+    if "outcome" not in episodes.column_names:  # no real episodes, so no real failures
+        return {}
     failed = pc.fill_null(pc.and_(pc.equal(episodes["source"], "real"),
                                   pc.equal(episodes["outcome"], "failure")), False)
     rows = np.flatnonzero(failed.to_numpy(zero_copy_only=False))
