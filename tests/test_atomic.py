@@ -179,3 +179,18 @@ def test_a_linked_target_keeps_its_link(tmp_path: Path) -> None:
     assert (tmp_path / "latest").is_symlink()
     assert (tmp_path / "w09" / "b.json").read_text() == "new" and _leftovers(tmp_path / "w09") \
         == []
+
+
+def test_ctrl_c_while_the_libraries_load_prints_one_line(tmp_path: Path) -> None:
+    """The real signal, while the command line's libraries load (seconds): one line."""
+    import subprocess
+    import sys
+
+    start = ("import sys; from sim2real.__main__ import main; print('ready', flush=True); "
+             f"sys.argv = ['sim2real', 'analyze', {str(tmp_path)!r}]; main()")
+    child = subprocess.Popen([sys.executable, "-c", start], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130 and err == "interrupted\n", err

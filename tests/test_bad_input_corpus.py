@@ -238,6 +238,9 @@ CASES: dict[str, Case] = {
                       r"column 'det_conf', row 12: value inf is beyond"),
     "one sample per episode": Case(_edit_signals(_one_sample_each), 2,
                                    FAILS + r", row 0: 2[34] real failure\(s\).*one sample only"),
+    "signals empty": Case(_edit_signals(lambda s: s.slice(0, 0)), 2,
+                          FAILS + r", row 0: 24 real failure\(s\) cannot be compared: "
+                          r"'real-000000' \(row 0\): no samples"),
     "no channels": Case(_edit_signals(lambda s: s.select(["episode_id", "t"])), 2,
                         r"no channel columns besides episode_id and t"),
     "no signals": Case(lambda root: shutil.rmtree(root / "signals"), 2,
@@ -365,6 +368,33 @@ def test_a_runaway_rollout_never_sizes_the_grid(base: Path, tmp_path: Path) -> N
     ds = load_dataset(root)
     assert ds.span < 100 and max(ds.durations.values()) == ds.span
     assert all(e["drift_score"] >= 0 for e in report["events"])
+
+
+def test_a_far_last_sample_is_warned_and_bounded(base: Path, tmp_path: Path) -> None:
+    """t = 1e308 on a rollout's last sample: finite, so compared over the span (warned)."""
+    root = tmp_path / "fleet"
+    shutil.copytree(base, root)
+
+    def far_last(table: pa.Table) -> pa.Table:
+        ids = table["episode_id"].to_pylist()
+        last = max(i for i, e in enumerate(ids) if e == "sim-000000")
+        return _set(table, "t", last, 1e308)
+
+    _edit_signals(far_last)(root)
+    ds = load_dataset(root)
+    assert ds.span < 100 and ds.durations["sim-000000"] == ds.span
+    assert any("'sim-000000' (1e+308 s)" in w for w in ds.warnings)
+
+
+def test_ctrl_c_while_analysing_prints_one_line(base: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sim2real.api.diagnose", interrupted)
+    code, output, _ = _run(base, tmp_path / "out", ())
+    assert code == 130 and output == "interrupted\n"
+    assert not (tmp_path / "out").exists()
 
 
 def test_validate_with_unreadable_previous_exits_2(base: Path, tmp_path: Path) -> None:

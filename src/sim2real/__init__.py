@@ -16,9 +16,8 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from sim2real._version import __version__
-
 if TYPE_CHECKING:
+    from sim2real._version import __version__
     from sim2real.api import analyze
     from sim2real.dataset import Dataset, load_dataset, write_dataset
     from sim2real.pipeline import AnalysisConfig
@@ -46,6 +45,7 @@ _HOME = {
     "ReportModel": "sim2real.report",
     "Validation": "sim2real.report",
     "ValidationModel": "sim2real.report",
+    "__version__": "sim2real._version",
     "analyze": "sim2real.api",
     "load_dataset": "sim2real.dataset",
     "validate": "sim2real.validate.compare",
