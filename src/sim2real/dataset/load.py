@@ -305,11 +305,7 @@ def _check_value_ranges(file: Location, footer: pq.FileMetaData | None,
         group = footer.row_group(g)
         for j in range(group.num_columns):
             chunk = group.column(j)
-            stats = chunk.statistics
-            if chunk.path_in_schema not in wanted or stats is not None and (
-                    stats.has_null_count and stats.null_count == chunk.num_values
-                    or stats.has_min_max
-                    and max(abs(stats.min), abs(stats.max)) <= FLOAT32_MAX):
+            if chunk.path_in_schema not in wanted or _within_range(chunk):
                 continue
             try:
                 values = pq.ParquetFile(file.path, filesystem=file.filesystem).read_row_group(
@@ -319,6 +315,16 @@ def _check_value_ranges(file: Location, footer: pq.FileMetaData | None,
                                    column=chunk.path_in_schema) from err
             check_values(values, str(file), chunk.path_in_schema, offset)
         offset += group.num_rows
+
+
+def _within_range(chunk: pq.ColumnChunkMetaData) -> bool:
+    """Whether a column chunk's statistics show every value in range (or none present)."""
+    stats = chunk.statistics
+    if stats is None:
+        return False
+    if stats.has_null_count and stats.null_count == chunk.num_values:
+        return True
+    return bool(stats.has_min_max and max(abs(stats.min), abs(stats.max)) <= FLOAT32_MAX)
 
 
 def _channels(root: Location, names: list[str], warnings: list[str]) -> dict[str, Channel]:
