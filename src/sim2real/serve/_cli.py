@@ -65,12 +65,6 @@ def serve(root: Path, host: str, port: int, token: str | None,
     OUT_OR_WORKSPACE is a run folder (with report.json or validation.json) or a folder of
     them. Pages at /, the JSON API at /api/... (described at /docs, offline, and
     /openapi.json). One line per request is logged on stderr.
-
-    \b
-    Examples:
-      sim2real serve runs/
-      sim2real serve runs/ --host 0.0.0.0 --token          (prints the token to share)
-      sim2real serve runs/ --token "$TOKEN" --allowed-host dashboard.example.org
     """
     if token == "":
         token = secrets.token_urlsafe(24)
