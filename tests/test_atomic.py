@@ -186,8 +186,19 @@ def test_ctrl_c_while_the_libraries_load_prints_one_line(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    start = ("import sys; from sim2real.__main__ import main; print('ready', flush=True); "
-             f"sys.argv = ['sim2real', 'analyze', {str(tmp_path)!r}]; main()")
+    # The child says "ready" as the guarded import of the CLI begins, then the signal comes.
+    start = f"""
+import importlib.abc, sys
+from sim2real.__main__ import main
+class Ready(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "sim2real.cli":
+            print("ready", flush=True)
+        return None
+sys.meta_path.insert(0, Ready())
+sys.argv = ["sim2real", "analyze", {str(tmp_path)!r}]
+main()
+"""
     child = subprocess.Popen([sys.executable, "-c", start], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline() == "ready\n"
