@@ -6,12 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
+
 from sim2real._progress import Stages
-from sim2real.dataset import Dataset
-from sim2real.pipeline import AnalysisConfig, diagnose
-from sim2real.report.build import build_report, with_check_evidence
+from sim2real.dataset import Dataset, load_dataset
+from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, real_episodes
+from sim2real.report.build import build_report, empty_report, with_check_evidence
 from sim2real.report.model import ReportModel
-from sim2real.report.snapshot import Report
+from sim2real.report.snapshot import Report, check_output, read_previous
 from sim2real.sim.check import check_evidence
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ def analyze(
     progress: bool = False,
     engine: str | Executor = "local",
     address: str | None = None,
+    skip_bad_episodes: bool = False,
 ) -> Report:
     """Cluster a dataset's real failures by drift signature and report what to fix.
 
@@ -46,13 +49,17 @@ def analyze(
             ``pip install 'sim2real[ray]'``) or an :class:`~sim2real.engine.Executor`. The
             report is the same whichever runs it.
         address: the Ray cluster to join (``auto``, ``ray://head:10001``); ``ray`` only.
+        skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
+            (no samples, a ``failure_time`` outside them) instead of failing.
 
     Returns:
-        The :class:`Report`; in a notebook it renders as the HTML report.
+        The :class:`Report`; in a notebook it renders as the HTML report. Without any real
+        failure: a report with no events and no clusters.
 
     Raises:
         DatasetError: the dataset breaks the format (nothing is written).
-        ReportError: ``previous`` cannot be read.
+        UsageError: ``previous`` cannot be read, or ``out`` cannot receive the report
+            (both checked before any work).
         InputError: ``engine="ray"`` without Ray installed.
     """
     from sim2real.engine import make_executor
@@ -60,10 +67,20 @@ def analyze(
     config = config or AnalysisConfig()
     if seed is not None:
         config = replace(config, seed=seed)
+    if out is not None:
+        check_output(out)
     old = _previous(previous)
-    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
-    diagnosis = diagnose(dataset, config, stages=Stages(enabled=progress), executor=executor)
-    report = build_report(diagnosis, old)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(
+        dataset, skip_bad_episodes=skip_bad_episodes)
+    real = real_episodes(ds)
+    check_analysable(ds, real)
+    if not pc.any(pc.equal(real["outcome"], "failure")).as_py():
+        report = empty_report(ds)
+    else:
+        executor = make_executor(engine, address=address) if isinstance(engine, str) \
+            else engine
+        diagnosis = diagnose(ds, config, stages=Stages(enabled=progress), executor=executor)
+        report = build_report(diagnosis, old)
     if out is not None:
         report = with_check_evidence(report, check_evidence(out))
         report.save(out)
@@ -73,4 +90,4 @@ def analyze(
 def _previous(previous: str | Path | ReportModel | None) -> ReportModel | None:
     if previous is None or isinstance(previous, ReportModel):
         return previous
-    return Report.load(previous).model
+    return read_previous(previous)

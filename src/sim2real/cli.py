@@ -1,6 +1,7 @@
 """The ``sim2real`` command line: parse, call the Python API, print, set the exit code.
 
-Exit codes: 0 done; 2 bad input or usage (the message says what and where); 1 anything else.
+Exit codes: 0 done; 2 bad input or usage (the message says what and where); 130 interrupted;
+1 anything else.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class _Group(click.Group):
         except Sim2RealError as err:
             click.echo(f"error: {err}", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            # Outputs land whole or not at all, so a Ctrl-C needs no more than this line.
+            click.echo("interrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,8 +52,8 @@ def main() -> None:
       sim2real validate DATASET --baseline w05,w06 --candidate w07 -o OUT
       sim2real serve OUT                    the same pages, live, for a team
 
-    Exit codes: 0 done, 2 bad input or usage (the message names file, column,
-    row), 1 anything else. Every command has its own --help.
+    Every command has its own --help. Its examples use the folder `sim2real demo` writes
+    (sim2real-demo/: dataset/, report/, validation/), so they run as printed after it.
     """
 
 
@@ -77,10 +82,13 @@ def main() -> None:
                    "(pip install 'sim2real[ray]').")
 @click.option("--address", default=None,
               help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
+@click.option("--skip-bad-episodes", is_flag=True,
+              help="Leave out real failures that cannot be compared (no samples, a "
+                   "failure_time outside them), listed in the warnings, instead of stopping.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
             window_s: float, min_cluster_size: int | None, rate_hz: float | None, engine: str,
-            address: str | None, quiet: bool) -> None:
+            address: str | None, skip_bad_episodes: bool, quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -111,7 +119,7 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
                             min_cluster_size=min_cluster_size, seed=seed, rate_hz=rate_hz)
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
-                         engine=engine, address=address)
+                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes)
     if not quiet:
         from sim2real.report.console import print_report
 
@@ -141,3 +149,52 @@ from sim2real.sim._cli import calibrate, check  # noqa: E402
 
 main.add_command(calibrate)
 main.add_command(check)
+
+# Every command's help ends alike: examples that run on `sim2real demo`'s output (default
+# folder sim2real-demo/: dataset/, report/, validation/; in the demo C3 is the worn-pad
+# dynamics cluster and C4 the stale-config one), then the exit codes.
+_DEMO_EXAMPLES: dict[str, list[str]] = {
+    "analyze": ["sim2real analyze sim2real-demo/dataset -o out/"],
+    "validate": ["sim2real validate sim2real-demo/dataset --previous sim2real-demo/report \\",
+                 "    --baseline w01,w02,w03,w04,w05,w06 --candidate w07,w08 --target C4 \\",
+                 "    -o out-fix/"],
+    "demo": ["sim2real demo --size small -o /tmp/demo"],
+    "serve": ["sim2real serve sim2real-demo/            # report and validation, at :8000",
+              "sim2real serve sim2real-demo/report --port 8080",
+              "sim2real serve sim2real-demo/ --host 0.0.0.0 --token   # prints the token",
+              "sim2real serve sim2real-demo/ --token \"$TEAM_TOKEN\" \\",
+              "    --allowed-host dash.example.org   # behind a reverse proxy"],
+    "export": ["sim2real export real-w08-r05-0013 --run sim2real-demo/report -o failure.mcap",
+               "sim2real export real-w08-r05-0013 --run sim2real-demo/report \\",
+               "    --format rerun -o failure.rrd"],
+    "init-mapping": ["sim2real init-mapping failure.mcap -o mapping.yaml   "
+                     "# failure.mcap: from `sim2real export`"],
+    "ingest mcap": ["sim2real ingest mcap recordings/ -m mapping.yaml -o fleet/",
+                    "sim2real ingest mcap failure.mcap -m mapping.yaml -o fleet/ --append"],
+    "ingest rosbag": ["sim2real ingest rosbag bags/ -m mapping.yaml -o fleet/"],
+    "ingest lerobot": ["sim2real ingest lerobot ~/lerobot/pick_place --deployment w09 \\",
+                       "    --started-at 2026-11-30T08:00:00Z -o fleet/ --append"],
+    "ingest robomimic": ["sim2real ingest robomimic low_dim.hdf5 --source sim -o fleet/"],
+    "calibrate": ["sim2real calibrate sim2real-demo/dataset --run sim2real-demo/report "
+                  "--cluster C3 -o sim2real-demo/calibration"],
+    "check": ["sim2real check sim2real-demo/dataset --run sim2real-demo/report --cluster C3 "
+              "--set param.friction=0.45"],
+}
+_EXIT_CODES = ("Exit codes: 0 done; 2 bad input or usage (the message names the file, "
+               "column and row, or the option); 130 interrupted (Ctrl-C); 1 anything else.")
+
+
+def _epilogs(group: click.Group, prefix: str = "") -> None:
+    """Give every command under ``group`` its demo examples and the exit codes."""
+    for name, command in group.commands.items():
+        path = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            _epilogs(command, f"{path} ")
+        lines = _DEMO_EXAMPLES.get(path, [])
+        examples = ("\b\nExamples:\n"
+                    + "\n".join(f"  {line}" for line in lines) + "\n\n") if lines else ""
+        command.epilog = examples + _EXIT_CODES
+
+
+_epilogs(main)
+main.epilog = _EXIT_CODES

@@ -11,6 +11,7 @@ __all__ = [
     "DatasetError",
     "IngestError",
     "InputError",
+    "MissingExtraError",
     "ReportError",
     "Sim2RealError",
     "SimulatorError",
@@ -56,6 +57,10 @@ class DatasetError(InputError):
 
 class IngestError(InputError):
     """A recording cannot be converted: corrupt file, missing topic, bad mapping."""
+
+
+class MissingExtraError(InputError):
+    """A command needs an optional dependency that is not installed; names the extra."""
 
 
 class UsageError(InputError):

@@ -18,7 +18,7 @@ from sim2real.dataset import Dataset, load_dataset
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
 from sim2real.drift.signature import DriftScorer, SegmentDiff
-from sim2real.errors import AnalysisError, UsageError
+from sim2real.errors import DatasetError, UsageError
 from sim2real.match.context import ContextTable, context_table
 from sim2real.match.grid import SignalGrid, build_grid
 from sim2real.match.matcher import RolloutBank, RolloutMatcher
@@ -31,6 +31,7 @@ __all__ = [
     "AnalysisConfig",
     "Diagnosis",
     "Yardstick",
+    "check_analysable",
     "diagnose",
     "fit_yardstick",
     "real_episodes",
@@ -171,16 +172,18 @@ def diagnose(
             runs them in this process. The result does not depend on it.
 
     Raises:
-        DatasetError: the dataset breaks the format.
-        AnalysisError: it has no sim rollouts or no real failures to analyse.
+        DatasetError: the dataset breaks the format, or has no sim or no real episodes.
+        UsageError: the deployments analysed hold no real failure.
     """
     stages = stages or Stages(enabled=False)
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     real = real_episodes(ds, deployments)
-    yardstick = fit_yardstick(ds, real, config, stages, executor)
+    check_analysable(ds, real)
     failures = real.filter(pc.equal(real["outcome"], "failure"))
     if failures.num_rows == 0:
-        raise AnalysisError(f"{ds.root}: no real failures to analyse")
+        which = f" of {', '.join(deployments)}" if deployments is not None else ""
+        raise UsageError(f"{ds.root}: no real failures{which} to analyse")
+    yardstick = fit_yardstick(ds, real, config, stages, executor)
     successes = _baseline_successes(real, failures, config)
     # Read with the failures: their rows share row groups, so they cost no second pass.
     sig, grid, ends = score_failures(yardstick, failures, config, stages, executor,
@@ -203,6 +206,20 @@ def _baseline_successes(real: pa.Table, failures: pa.Table, config: AnalysisConf
     keep = rng.choice(ok.num_rows, size=min(config.baseline_successes, ok.num_rows),
                       replace=False)
     return ok.take(pa.array(np.sort(keep)))
+
+
+def check_analysable(ds: Dataset, real: pa.Table) -> None:
+    """Before any work: there are sim rollouts to match against and real episodes to match.
+
+    Raises:
+        DatasetError: no sim episodes, or no real episodes (of the deployments asked for).
+    """
+    if not pc.any(pc.equal(ds.episodes["source"], "sim")).as_py():
+        raise DatasetError("no sim episodes (source = sim): matching needs simulation "
+                           "rollouts", file=str(ds.root), column="source")
+    if real.num_rows == 0:
+        raise DatasetError("no real episodes (source = real): nothing to analyse",
+                           file=str(ds.root), column="source")
 
 
 def sim_episodes(ds: Dataset) -> pa.Table:
@@ -242,12 +259,11 @@ def fit_yardstick(
         executor: runs signal shards and chunks of null comparisons; ``None``: here.
 
     Raises:
-        AnalysisError: the dataset has no sim rollouts.
+        DatasetError: the dataset has no sim rollouts.
     """
     rng = np.random.default_rng(config.seed)
     sim = sim_episodes(ds)
-    if sim.num_rows == 0:
-        raise AnalysisError(f"{ds.root}: no sim episodes; matching needs simulation rollouts")
+    check_analysable(ds, real)
     successes = real.filter(pc.equal(real["outcome"], "success"))
     failures = real.filter(pc.equal(real["outcome"], "failure"))
     warnings = list(ds.warnings)
@@ -261,9 +277,12 @@ def fit_yardstick(
     in_sim = sim_full.recorded()
     sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
     ref_channels = [c for c, ok in zip(channels, in_sim, strict=True) if not ok]
-    if ref_channels:
-        warnings.append("channels absent from sim, compared against real successes instead: "
-                        + ", ".join(ref_channels))
+    if ref_channels and successes.num_rows == 0:
+        warnings.append("channels absent from sim, left out (no real successes to compare "
+                        "them against): " + ", ".join(ref_channels))
+        ref_channels = []
+    # channels sim lacks are otherwise no warning: the report lists them
+    # (dataset.reference_channels)
     # Narrowed in place: a copy of the sim channels beside the full grid would double the
     # peak memory of the largest array of the analysis.
     bank = RolloutBank(sim_full.narrow(sim_channels), _strings(sim, "task"),

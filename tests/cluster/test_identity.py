@@ -58,6 +58,11 @@ def test_lifecycle_rules() -> None:
     deps = ["d1", "d2", "d3", "d4"]
     exposure = np.full(4, 100.0)
     assert lifecycle_of(deps, exposure, np.array([10, 10, 0, 0.0]), None, set()) == "resolved"
-    assert lifecycle_of(deps, exposure, np.array([0, 1, 0, 0.0]), None, set()) == "new"
     assert lifecycle_of(deps, exposure, np.array([2, 2, 2, 20.0]), None, set()) == "escalating"
-    assert lifecycle_of(deps, exposure, np.array([5, 5, 5, 5.0]), None, set()) == "new"
+    # a first run (no earlier report): "new" only where the first failure is in the latest
+    # deployment; failures since earlier deployments are ongoing
+    assert lifecycle_of(deps, exposure, np.array([0, 1, 0, 0.0]), None, set()) == "ongoing"
+    assert lifecycle_of(deps, exposure, np.array([5, 5, 5, 5.0]), None, set()) == "ongoing"
+    assert lifecycle_of(deps, exposure, np.array([0, 0, 0, 1.0]), None, set()) == "new"
+    # with an earlier report, a cluster it did not have is new, however old its failures
+    assert lifecycle_of(deps, exposure, np.array([5, 5, 5, 5.0]), None, {"d1", "d2"}) == "new"

@@ -254,3 +254,17 @@ def test_cli_on_s3_bad_input_exits_2(tmp_path: Path, s3: ObjectStore) -> None:
         assert result.exit_code == 2, result.output
         assert expected in result.output
         assert not out.exists()
+
+
+def test_a_corrupt_channel_page_is_named_when_the_analysis_reads_it(tmp_path: Path) -> None:
+    root = _write(tmp_path)
+    part = next((root / "signals").glob("*.parquet"))
+    group = pq.read_metadata(part).row_group(0)
+    chunk = next(group.column(j) for j in range(group.num_columns)
+                 if group.column(j).path_in_schema == "grip_force")
+    data = bytearray(part.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size - 4] ^= 0xFF
+    part.write_bytes(bytes(data))
+    ds = load_dataset(root)  # loading decodes episode_id and t only
+    with pytest.raises(DatasetError, match=r"part-00000\.parquet: cannot be read.*CRC"):
+        ds.read_signals(["r1"], columns=["grip_force"])

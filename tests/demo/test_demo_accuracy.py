@@ -37,6 +37,8 @@ def cards(tmp_path_factory: pytest.TempPathFactory) -> dict[int, ScoreCard]:
         root: Path = tmp_path_factory.getbasetemp() / f"demo-accuracy-small-{seed}"
         paths = generate(root, size="small", seed=seed, workers=2, progress=False)
         report = sim2real.analyze(paths.dataset)
+        if seed == _SEEDS[0]:  # the report page stays one light file (plotly.js included)
+            assert len(report.to_html().encode()) <= 2_000_000
         out[seed] = score_report(report.model, json.loads(paths.answer_key.read_text()))
     return out
 

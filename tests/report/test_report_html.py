@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 
 import pyarrow as pa
 import pytest
 
+from sim2real._format import fmt_p, fmt_range
 from sim2real.report import Report, ReportModel, Validation
 from sim2real.report._words import summary_sentences, validation_sentence
 from sim2real.report.figures import poisson_rate_interval
@@ -37,7 +39,7 @@ def test_report_is_self_contained_and_complete(report: Report) -> None:
     html = report.to_html()
     assert html.startswith("<!doctype html>")
     assert _fetched(html) == []  # plotly.js and every figure are inline
-    assert html.count("window.Plotly = Plotly") == 1
+    assert html.count("<script type=\"application/octet-stream\" data-plotly-gz>") == 1
     for c in report.model.clusters:
         assert f'data-anchor="cluster-{c.cluster_id}"' in html
         assert c.explanation.replace("'", "&#39;") in html
@@ -60,8 +62,8 @@ def test_dashboard_variant_loads_plotly_from_its_url(report: Report) -> None:
 def test_fragment_for_notebooks(report: Report, validation: Validation) -> None:
     fragment = report._repr_html_()
     assert "<html" not in fragment and "<body" not in fragment
-    assert fragment.count("window.Plotly = Plotly") == 1
-    assert "if (!window.Plotly)" in fragment
+    assert fragment.count("data-plotly-gz>") == 1
+    assert "window.__s2rPlotly" in fragment  # several outputs unpack plotly.js once
     assert 'data-anchor="cluster-C3"' in fragment
     assert render_report_fragment(report) != fragment  # each output has its own root id
     assert "shrank" in validation._repr_html_()
@@ -73,8 +75,16 @@ def test_validation_page(validation: Validation) -> None:
     for c in validation.model.clusters:
         assert c.cluster_id in html and c.verdict in html
     assert validation_sentence(validation.model) == (
-        "In w07 against w05, w06: C1 shrank; C3, C5 grew or appeared."
+        "In w07 against w05, w06: C1 shrank, C3 grew, C5 is new."
     )
+    assert "No target cluster was named" in html
+    targeted = Validation(validation.model.model_copy(update={"targets": ["C1"]}))
+    assert validation_sentence(targeted.model) == (
+        "In w07 against w05, w06: targeted C1 shrank; elsewhere C3 grew, C5 is new."
+    )
+    page = targeted.to_html()
+    assert "The fix shipped between w06 and w07" in page
+    assert "It targeted <b>C1</b>" in page
 
 
 def test_summary_names_what_changed_grows_and_helps(report: Report) -> None:
@@ -123,3 +133,40 @@ def test_garwood_interval() -> None:
     low, high = poisson_rate_interval(10, 100)
     assert low == pytest.approx(0.04795, abs=1e-4) and high == pytest.approx(0.18390, abs=1e-4)
     assert poisson_rate_interval(3, 0) == (0.0, 0.0)
+
+
+def test_numbers_read_as_people_read_them() -> None:
+    assert fmt_p(0.0) == "< 0.001" and fmt_p(0.0004) == "< 0.001" and fmt_p(0.0312) == "0.031"
+    assert fmt_range(0.3111, 1.4) == "[0.3, 1.4]"  # a range 1.09 wide: one decimal
+    assert fmt_range(0.0021, 0.0095) == "[0.0021, 0.0095]"
+    assert fmt_range(120.4, 980.2) == "[120, 980]"
+    assert fmt_range(0.31, 1.41, outward=True) == "[0.3, 1.5]"  # still holds the range
+
+
+def test_page_never_says_p_equals_zero(report: Report) -> None:
+    data = report.model.model_dump(mode="json")
+    for c in data["clusters"]:
+        c["trend"]["p_value"] = 0.0
+    html = _thin(report, clusters=data["clusters"]).to_html()
+    assert not re.search(r"p = 0(?![.\d])", html) and "p &lt; 0.001" in html
+    assert ") · tasks:" in html or "deployments" not in html  # a space before each part
+
+
+def test_resolved_cluster_shows_no_action(report: Report) -> None:
+    data = report.model.model_dump(mode="json")
+    c = data["clusters"][0]
+    per = c["trend"]["per_deployment"]
+    for row in per[-2:]:
+        row["failures"], row["rate"] = 0, 0.0
+    c["lifecycle"] = "resolved"
+    html = _thin(report, clusters=[c]).to_html()
+    card = html.split('data-anchor="card-' + c["cluster_id"] + '"')[1].split("</article>")[0]
+    assert f"Resolved: no failures since {per[-2]['deployment']}" in card
+    assert "Why this number" not in card
+
+
+def test_expected_notes_are_no_warnings(report: Report) -> None:
+    data = report.model.model_dump(mode="json")
+    data["dataset"]["reference_channels"] = ["loop_latency_ms"]
+    html = _thin(report, dataset=data["dataset"], warnings=[]).to_html()
+    assert "compared with real successes" in html and 'class="warnings"' not in html

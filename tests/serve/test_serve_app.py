@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from sim2real.serve.app import create_app
+
+TOKEN = "correct-horse-battery"
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -83,20 +86,20 @@ def test_symlinked_run_outside_is_not_served(tmp_path: Path, workspace: Path) ->
 
 
 def test_token_is_required_everywhere(workspace: Path) -> None:
-    client = TestClient(create_app(workspace, token="s3cret"))
+    client = TestClient(create_app(workspace, token=TOKEN))
     for url in ("/", "/runs/week08", "/api/clusters", "/openapi.json", "/static/plotly.js"):
         assert client.get(url).status_code == 401, url
     bad = client.get("/api/clusters", headers={"Authorization": "Bearer wrong"})
     assert bad.status_code == 401
     assert client.get("/api/clusters", params={"token": "nope"}).status_code == 401
-    good = client.get("/api/clusters", headers={"Authorization": "Bearer s3cret"})
+    good = client.get("/api/clusters", headers={"Authorization": f"Bearer {TOKEN}"})
     assert good.status_code == 200
-    assert client.get("/api/clusters", params={"token": "s3cret"}).status_code == 200
+    assert client.get("/api/clusters", params={"token": TOKEN}).status_code == 200
 
 
 def test_query_token_becomes_a_cookie_for_the_browser(workspace: Path) -> None:
-    client = TestClient(create_app(workspace, token="s3cret"))
-    first = client.get("/runs/week08", params={"token": "s3cret"}, follow_redirects=False)
+    client = TestClient(create_app(workspace, token=TOKEN))
+    first = client.get("/runs/week08", params={"token": TOKEN}, follow_redirects=False)
     assert first.status_code == 303 and first.headers["location"] == "/runs/week08"
     assert client.get("/runs/week08").status_code == 200  # the cookie now carries it
 
@@ -122,9 +125,20 @@ def test_root_may_be_a_run(workspace: Path) -> None:
     assert client.get("/api/clusters").status_code == 200
 
 
-def test_unreadable_run_shows_its_error(tmp_path: Path) -> None:
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / "report.json").write_text("{not json")
+@pytest.mark.parametrize(("file", "content"), [("report.json", b"{not json"),
+                                               ("signatures.parquet", b"PAR1 torn PAR1"),
+                                               ("validation.json", b"\xff\xfe")])
+def test_a_broken_run_is_listed_as_broken_and_never_takes_down_the_list(
+        tmp_path: Path, workspace: Path, file: str, content: bytes) -> None:
+    shutil.copytree(workspace / "week08", tmp_path / "good")
+    shutil.copytree(workspace / "week08", tmp_path / "broken")
+    (tmp_path / "broken" / file).write_bytes(content)
     client = TestClient(create_app(tmp_path))
-    assert "broken" in client.get("/").text
-    assert client.get("/runs/broken").status_code == 500
+    home = client.get("/")
+    assert home.status_code == 200
+    assert 'class="broken"' in home.text and f"broken/{file}" in home.text
+    assert client.get("/runs/good").status_code == 200
+    runs = {r["name"]: r for r in client.get("/api/runs").json()}
+    assert runs["good"]["error"] is None and file in runs["broken"]["error"]
+    page = client.get("/runs/broken" + ("/validation" if file == "validation.json" else ""))
+    assert page.status_code == 500 and "cannot be read" in page.text

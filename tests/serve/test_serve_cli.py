@@ -23,7 +23,7 @@ def test_token_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw))
-    monkeypatch.setenv("SIM2REAL_TOKEN", "t0k")
+    monkeypatch.setenv("SIM2REAL_TOKEN", "t0k-of-sixteen-chars")
     result = CliRunner().invoke(
         main, ["serve", str(tmp_path), "--host", "0.0.0.0", "--port", "8123"]
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from sim2real._format import fmt_range, fmt_value
 from sim2real.cluster.taxonomy import SIGNIFICANT
 from sim2real.report.model import Action
 
@@ -117,11 +118,19 @@ def _scenarios(diagnosis: Diagnosis, rows: np.ndarray) -> list[Action]:
     return actions
 
 
+def _estimate(p: ParamEstimate) -> str:
+    """The estimate ± its 95 % half-width, to the precision that interval supports."""
+    half = 1.96 * p.uncertainty
+    if not half > 0:
+        return fmt_value(p.estimate, p.sim_low, p.sim_high)
+    return f"{fmt_value(p.estimate, p.estimate - half, p.estimate + half)} ± {half:.2g}"
+
+
 def _param_action(p: ParamEstimate) -> Action:
     """Widen the range to cover the estimate, or move the nominal to it."""
     evidence = (f"{round(100 * p.event_share)}% of this cluster's failures point "
                 f"{'beyond the range' if p.outside_range else 'to the same side of nominal'}"
-                f" (estimate {p.estimate:.4g} ± {p.uncertainty:.2g}; explains "
+                f" (estimate {_estimate(p)}; explains "
                 f"{round(100 * p.explained)}% of the deviation; identifiability "
                 f"{p.identifiability:.2f})")
     if p.outside_range:
@@ -130,13 +139,14 @@ def _param_action(p: ParamEstimate) -> Action:
         if p.sim_low >= 0:
             low = max(low, 0.0)  # a range sim kept non-negative (a mass, a friction) stays so
         high = max(p.sim_high, p.estimate + margin)
-        detail = (f"Widen the randomisation of param.{p.param} from [{p.sim_low:.4g}, "
-                  f"{p.sim_high:.4g}] to [{low:.4g}, {high:.4g}]: the real value is about "
-                  f"{p.estimate:.4g}, outside the range; then retrain.")
+        detail = (f"Widen the randomisation of param.{p.param} from "
+                  f"{fmt_range(p.sim_low, p.sim_high)} to {fmt_range(low, high, outward=True)}: "
+                  f"the real value is about {_estimate(p)}, outside the range; then retrain.")
         kind = "widen_randomization"
     else:
-        detail = (f"Recalibrate param.{p.param}: nominal {p.sim_nominal:.4g} -> "
-                  f"{p.estimate:.4g} (shift {p.shift:+.2f} of the range).")
+        detail = (f"Recalibrate param.{p.param}: nominal "
+                  f"{fmt_value(p.sim_nominal, p.sim_low, p.sim_high)} -> {_estimate(p)} "
+                  f"(shift {p.shift:+.2f} of the range).")
         kind = "recalibrate_param"
     if p.confounded_with:
         detail += f" The data barely tell it from {', '.join(p.confounded_with)}: check both."

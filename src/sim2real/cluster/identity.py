@@ -20,7 +20,8 @@ Lifecycle, from the cluster's per-deployment failures and exposure:
 - ``escalating``: its rate in the newest deployments (those the previous report did not
   have; without any, the last one) is significantly above its earlier rate (one-sided
   exact conditional Poisson test, p < 0.05) and at least 1.5x;
-- ``new``: no previous cluster matched; otherwise ``ongoing``.
+- ``new``: no previous cluster matched (on a first run, without an earlier report: its
+  first failure is in the latest deployment); otherwise ``ongoing``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from statsmodels.stats.rates import test_poisson_2indep
+
+from sim2real.cluster.trend import rate_ratio_pvalue
 
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
@@ -129,7 +131,12 @@ def lifecycle_of(
         return "regressed"
     if _escalating(deployments, episodes, failures, previous_deployments):
         return "escalating"
-    return "new" if previous is None else "ongoing"
+    if previous is not None:
+        return "ongoing"
+    # Without an earlier report, "new" means new in the latest deployment.
+    seen = np.flatnonzero(failures > 0)
+    first_run = not previous_deployments
+    return "ongoing" if first_run and seen.size and seen[0] < len(failures) - 1 else "new"
 
 
 def _resolved_index(episodes: np.ndarray, failures: np.ndarray) -> int | None:
@@ -161,8 +168,7 @@ def _escalating(deployments: Sequence[str], episodes: np.ndarray, failures: np.n
     if e1 <= 0 or e0 <= 0 or c1 == 0:
         return False
     ratio = (c1 / e1) / max(c0 / e0, 0.5 / e0)
-    p = test_poisson_2indep(int(c1), e1, int(c0), e0, method="exact-cond",
-                            alternative="larger").pvalue
+    p = rate_ratio_pvalue(int(c1), e1, int(c0), e0, "greater")
     return bool(ratio >= _ESCALATION_RATIO and p < _ALPHA)
 
 

@@ -19,8 +19,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from scipy.stats import poisson
-from statsmodels.stats.multitest import multipletests
+from scipy.stats import false_discovery_control, poisson
 
 __all__ = ["FLEET", "ROBOT", "SITE", "Excess", "Fleet", "Place", "excess", "fleet_of"]
 
@@ -190,7 +189,7 @@ def _hot(tested: np.ndarray, counts: np.ndarray, expected: np.ndarray,
     if tested.size == 0:
         return tested
     p = poisson.sf(counts[tested] - 1, expected[tested])
-    significant: np.ndarray = multipletests(p, alpha=alpha, method="fdr_bh")[0]
+    significant: np.ndarray = false_discovery_control(p, method="bh") <= alpha
     return tested[significant]
 
 

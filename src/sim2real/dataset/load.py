@@ -6,6 +6,7 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from sim2real.dataset.ids import EpisodeIndex
-from sim2real.dataset.layout import LONG_COLUMNS, Layout, layout_of, to_wide
+from sim2real.dataset.layout import LONG_COLUMNS, Layout, channel_codes, layout_of, to_wide
 from sim2real.dataset.location import Location
 from sim2real.dataset.schema import (
     CTX_PREFIX,
@@ -27,7 +29,15 @@ from sim2real.dataset.schema import (
     ParamRange,
     infer_family,
 )
-from sim2real.dataset.validate import check_episodes, check_signal_part
+from sim2real.dataset.validate import (
+    FLOAT32_MAX,
+    SampleSpans,
+    check_episodes,
+    check_names,
+    check_samples,
+    check_signal_part,
+    check_values,
+)
 from sim2real.errors import DatasetError
 
 __all__ = ["Dataset", "load_dataset"]
@@ -44,8 +54,13 @@ class Dataset:
         channels: every channel present in the signals, in column order.
         params: randomisation ranges, keyed by parameter name without ``param.``.
         deployments: real deployments ordered by their earliest ``started_at``.
-        durations: each episode's last sample time, seconds (read while validating ``t``).
-        warnings: what the loader had to guess (inferred families, derived ranges).
+        durations: each episode's last sample time, seconds (read while validating ``t``),
+            at most ``span``; episodes without samples are absent.
+        warnings: what the loader had to guess (inferred families, derived ranges) or
+            left out.
+        span: the seconds from an episode's start that are compared: ten times the median
+            episode (:data:`~sim2real.dataset.validate.LONG_EPISODE`), so that no runaway
+            recording sizes every episode's grid.
         layout: ``wide`` (a column per channel) or ``long`` (``channel``, ``value`` rows).
     """
 
@@ -57,6 +72,7 @@ class Dataset:
     deployments: tuple[str, ...]
     durations: Mapping[str, float]
     warnings: tuple[str, ...]
+    span: float = np.inf
     layout: Layout = "wide"
 
     @property
@@ -98,22 +114,36 @@ class Dataset:
         if episode_ids is not None:
             filt = pc.field("episode_id").isin(pa.array(list(episode_ids), pa.string()))
         if self.layout == "long":
+            present = list(LONG_COLUMNS)
             of_channels = pc.field("channel").isin(pa.array(list(channels), pa.string()))
             filt = of_channels if filt is None else filt & of_channels
-            return source.to_table(columns=list(LONG_COLUMNS), filter=filt)
-        wanted = ["episode_id", "t", *channels]
-        return source.to_table(columns=[c for c in wanted if c in source.schema.names],
-                               filter=filt)
+        else:
+            present = [c for c in ("episode_id", "t", *channels) if c in source.schema.names]
+        try:
+            table = source.to_table(columns=present, filter=filt)
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(self.signal_files, present, err) from err
+        if "t" in table.column_names and table["t"].type != pa.float64():
+            # t written as text that reads as numbers throughout (checked when loaded)
+            table = table.set_column(1, "t", table["t"].cast(pa.float64()))
+        return table
 
 
-def load_dataset(path: str | Path) -> Dataset:
+def load_dataset(path: str | Path, *, skip_bad_episodes: bool = False) -> Dataset:
     """Load a dataset folder and validate it against the dataset format.
+
+    Every rule is checked here, before any analysis: the episodes, each signals part's
+    footer and its ``episode_id``/``t`` pages (the channels' pages are checked, against their
+    page checksums where the writer stored them, as the analysis reads them), channel
+    values within range (from the row-group statistics), and the failures' samples.
 
     Args:
         path: folder with ``episodes.parquet|csv``, ``signals.parquet|csv`` or ``signals/``,
             and optionally ``channels.csv`` and ``params.csv``: a local path or any URI
             pyarrow's filesystems open (``s3://bucket/prefix``, ``gs://...``,
             ``file:///...``; credentials come from the store's usual environment).
+        skip_bad_episodes: leave out real failures that cannot be compared (no samples, a
+            ``failure_time`` outside them), with a warning, instead of failing.
 
     Returns:
         The validated :class:`Dataset`.
@@ -127,25 +157,32 @@ def load_dataset(path: str | Path) -> Dataset:
     episodes_file = _one_of(root, "episodes.parquet", "episodes.csv")
     episodes = check_episodes(_read_table(episodes_file), str(episodes_file))
     signal_files = _signal_files(root)
-    layout = _layout(signal_files)
+    footers = [_footer(file) for file in signal_files]
+    layout = _layout(signal_files, footers)
+    channel_names = _channel_columns(signal_files, footers) if layout == "wide" else []
     known = EpisodeIndex(episodes["episode_id"].to_pylist())
-    last = np.full(len(known), -np.inf)
+    spans = SampleSpans(len(known))
     found: set[str] = set()
-    for file in signal_files:
+    for file, footer in zip(signal_files, footers, strict=True):
         table = _ids_and_times(file, layout)
-        if layout == "long":
-            _fail_on_null(table["channel"], file)
-            found |= _distinct(table["channel"])
-        codes = check_signal_part(table, str(file), known)
-        # An episode may span files: keep its latest sample time over all of them.
-        np.maximum.at(last, codes, table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False))
-    durations = {e: float(d) for e, d in zip(known.ids.to_pylist(), last, strict=True)
-                 if np.isfinite(d)}
-    channel_names = _channel_columns(signal_files) if layout == "wide" else sorted(found)
-    if not channel_names:
-        what = "channel columns besides episode_id and t" if layout == "wide" else "rows"
-        raise DatasetError(f"no {what}", file=str(signal_files[0]))
-    warnings: list[str] = []
+        codes, t = check_signal_part(table, str(file), known)
+        series = None
+        if layout == "long":  # each channel's samples are a run of their own
+            names = _distinct(table["channel"])
+            found.update(names)
+            series = codes * max(len(names), 1) + channel_codes(table["channel"], names)
+        spans.add(codes, t, series)
+        _check_value_ranges(file, footer, channel_names or ["value"])
+    if layout == "long":
+        if not found:
+            raise DatasetError("no rows", file=str(signal_files[0]))
+        channel_names = sorted(found)
+    episodes, span, warnings = check_samples(
+        episodes, spans, str(episodes_file), partial(_first_sample, signal_files, known),
+        skip_bad=skip_bad_episodes)
+    has = np.isfinite(spans.last)
+    durations = dict(zip(known.ids.filter(pa.array(has)).to_pylist(),
+                         np.minimum(spans.last[has], span).tolist(), strict=True))
     channels = _channels(root, channel_names, warnings)
     params = _params(root, episodes, warnings)
     return Dataset(
@@ -157,8 +194,20 @@ def load_dataset(path: str | Path) -> Dataset:
         deployments=_deployment_order(episodes),
         durations=durations,
         warnings=tuple(warnings),
+        span=span,
         layout=layout,
     )
+
+
+def _first_sample(files: Sequence[Location], known: EpisodeIndex,
+                  episode: int) -> tuple[str, int]:
+    """The file and row of an episode's first sample (to name it in an error: the IDs are
+    read again, which only an error pays for)."""
+    for file in files:
+        rows = np.flatnonzero(known.rows(_ids_and_times(file, "wide")["episode_id"]) == episode)
+        if rows.size:
+            return str(file), int(rows[0])
+    return str(files[0]), 0
 
 
 def _one_of(root: Location, *names: str) -> Location:
@@ -175,9 +224,26 @@ def _read_table(file: Location) -> pa.Table:
             options = pacsv.ConvertOptions(strings_can_be_null=True)
             with file.filesystem.open_input_stream(file.path) as stream:
                 return pacsv.read_csv(stream, convert_options=options)
-        return pads.dataset(file.path, format="parquet", filesystem=file.filesystem).to_table()
-    except (pa.ArrowInvalid, OSError) as err:
+        source = pq.ParquetFile(file.path, filesystem=file.filesystem,
+                                page_checksum_verification=True)
+        check_names(source.schema_arrow.names, str(file), ())
+        return source.read()
+    except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
+def _unreadable(files: Sequence[Location], columns: Sequence[str],
+               err: Exception) -> DatasetError:
+    """The error for a read of signals that failed after loading (a corrupt page of a
+    channel: loading decodes only ``episode_id`` and ``t``), naming the part: each is
+    read alone until one fails (this runs only once a read has failed)."""
+    for file in files:
+        try:
+            source = _signal_dataset([file])
+            source.to_table(columns=[c for c in columns if c in source.schema.names])
+        except (pa.ArrowException, OSError) as part_err:
+            return DatasetError(f"cannot be read (corrupt page?): {part_err}", file=str(file))
+    return DatasetError(f"cannot be read: {err}", file=str(files[0]))
 
 
 def _signal_files(root: Location) -> tuple[Location, ...]:
@@ -189,9 +255,33 @@ def _signal_files(root: Location) -> tuple[Location, ...]:
     return (_one_of(root, "signals.parquet", "signals.csv"),)
 
 
+# Pages are checked against the checksums their writer stored (``write_dataset`` stores
+# them): a flipped bit in a compressed page otherwise decodes into silently wrong values.
+_VERIFY = pads.ParquetFragmentScanOptions(page_checksum_verification=True)
+
+
 def _signal_dataset(files: Sequence[Location]) -> pads.Dataset:
-    fmt = "csv" if files[0].suffix == ".csv" else "parquet"
+    fmt: str | pads.FileFormat = "csv"
+    if files[0].suffix != ".csv":
+        fmt = pads.ParquetFileFormat(default_fragment_scan_options=_VERIFY)
     return pads.dataset([f.path for f in files], format=fmt, filesystem=files[0].filesystem)
+
+
+def _footer(file: Location) -> pq.FileMetaData | None:
+    """A Parquet part's footer (``None`` for CSV), its column names checked: a part that is
+    empty, truncated or not Parquet at all fails here, named."""
+    try:
+        if file.suffix == ".csv":
+            names = _signal_dataset([file]).schema.names
+            footer = None
+        else:
+            footer = pq.read_metadata(file.path, filesystem=file.filesystem)
+            names = footer.schema.to_arrow_schema().names
+    except (pa.ArrowException, OSError) as err:
+        msg = f"cannot be read (empty, truncated or not {file.suffix[1:]}?): {err}"
+        raise DatasetError(msg, file=str(file)) from err
+    check_names(names, str(file), ("episode_id", "t"))
+    return footer
 
 
 def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
@@ -208,23 +298,29 @@ def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
             source = _signal_dataset([file])
         else:
             options = pads.ParquetReadOptions(dictionary_columns={"episode_id", "channel"})
-            source = pads.dataset(file.path, filesystem=file.filesystem,
-                                  format=pads.ParquetFileFormat(read_options=options))
-        for required in keys:
-            if required not in source.schema.names:
-                raise DatasetError("required column is missing", file=str(file), column=required)
-        return source.to_table(columns=keys)
-    except (pa.ArrowInvalid, OSError) as err:
+            fmt = pads.ParquetFileFormat(read_options=options,
+                                         default_fragment_scan_options=_VERIFY)
+            source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
+        table = source.to_table(columns=keys)
+    except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+    if layout == "long":
+        _fail_first_null(table["channel"], file)
+    return table
 
 
-def _layout(files: Sequence[Location]) -> Layout:
+def _schema(file: Location, footer: pq.FileMetaData | None) -> pa.Schema:
+    return _signal_dataset([file]).schema if footer is None else footer.schema.to_arrow_schema()
+
+
+def _layout(files: Sequence[Location], footers: Sequence[pq.FileMetaData | None]) -> Layout:
     """The layout every signals file shares.
 
     Raises:
         DatasetError: a file breaks its layout's rules, or the files mix layouts.
     """
-    layouts = {str(f): layout_of(_schema(f), str(f)) for f in files}
+    layouts = {str(f): layout_of(_schema(f, footer), str(f))
+               for f, footer in zip(files, footers, strict=True)}
     if len(set(layouts.values())) > 1:
         long = next(f for f, kind in layouts.items() if kind == "long")
         wide = next(f for f, kind in layouts.items() if kind == "wide")
@@ -234,35 +330,79 @@ def _layout(files: Sequence[Location]) -> Layout:
     return next(iter(layouts.values()))
 
 
-def _schema(file: Location) -> pa.Schema:
-    try:
-        return _signal_dataset([file]).schema
-    except (pa.ArrowInvalid, OSError) as err:
-        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
-
-
-def _channel_columns(files: Sequence[Location]) -> list[str]:
-    names: dict[str, None] = {}
-    for file in files:
-        names.update(dict.fromkeys(n for n in _schema(file).names if n not in ("episode_id", "t")))
-    return list(names)
-
-
-def _distinct(column: pa.ChunkedArray) -> set[str]:
-    """The distinct values of a (possibly dictionary-encoded) string column."""
+def _distinct(column: pa.ChunkedArray) -> list[str]:
+    """The distinct values of a (possibly dictionary-encoded) string column, sorted: one
+    look per row group's dictionary."""
     found: set[str] = set()
     for chunk in column.chunks:
         if pa.types.is_dictionary(chunk.type):
             chunk = chunk.dictionary.take(pc.unique(chunk.indices))
         found.update(v for v in pc.unique(chunk).to_pylist() if v is not None)
-    return found
+    return sorted(found)
 
 
-def _fail_on_null(column: pa.ChunkedArray, file: Location) -> None:
+def _fail_first_null(column: pa.ChunkedArray, file: Location) -> None:
     missing = pc.is_null(column)
     if pc.any(missing).as_py():
         row = pc.index(missing, True).as_py()
         raise DatasetError("must not be null", file=str(file), column="channel", row=row)
+
+
+def _channel_columns(files: Sequence[Location], footers: Sequence[pq.FileMetaData | None],
+                     ) -> list[str]:
+    names: dict[str, None] = {}
+    for file, footer in zip(files, footers, strict=True):
+        schema = _signal_dataset([file]).schema if footer is None else \
+            footer.schema.to_arrow_schema()
+        for field in schema:
+            if field.name in ("episode_id", "t"):
+                continue
+            if not (pa.types.is_floating(field.type) or pa.types.is_integer(field.type)
+                    or pa.types.is_null(field.type)):
+                msg = f"channel must be numeric, found {field.type}"
+                raise DatasetError(msg, file=str(file), column=field.name)
+            names[field.name] = None
+    if not names:
+        raise DatasetError("no channel columns besides episode_id and t", file=str(files[0]))
+    return list(names)
+
+
+def _check_value_ranges(file: Location, footer: pq.FileMetaData | None,
+                        channels: Sequence[str]) -> None:
+    """Every channel value within range, read from the row-group statistics; a column
+    chunk is decoded only where its statistics are missing or out of range (CSV: all)."""
+    if footer is None:
+        table = _signal_dataset([file]).to_table()
+        for name in channels:
+            if name in table.column_names:
+                check_values(table[name], str(file), name)
+        return
+    wanted = set(channels)
+    offset = 0
+    for g in range(footer.num_row_groups):
+        group = footer.row_group(g)
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if chunk.path_in_schema not in wanted or _within_range(chunk):
+                continue
+            try:
+                values = pq.ParquetFile(file.path, filesystem=file.filesystem).read_row_group(
+                    g, columns=[chunk.path_in_schema])[0]
+            except (pa.ArrowException, OSError) as err:
+                raise DatasetError(f"cannot be read: {err}", file=str(file),
+                                   column=chunk.path_in_schema) from err
+            check_values(values, str(file), chunk.path_in_schema, offset)
+        offset += group.num_rows
+
+
+def _within_range(chunk: pq.ColumnChunkMetaData) -> bool:
+    """Whether a column chunk's statistics show every value in range (or none present)."""
+    stats = chunk.statistics
+    if stats is None:
+        return False
+    if stats.has_null_count and stats.null_count == chunk.num_values:
+        return True
+    return bool(stats.has_min_max and max(abs(stats.min), abs(stats.max)) <= FLOAT32_MAX)
 
 
 def _channels(root: Location, names: list[str], warnings: list[str]) -> dict[str, Channel]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -19,10 +20,46 @@ from sim2real.dataset.schema import (
 )
 from sim2real.errors import DatasetError
 
-__all__ = ["check_episodes", "check_signal_part"]
+__all__ = [
+    "FLOAT32_MAX",
+    "LONG_EPISODE",
+    "SampleSpans",
+    "check_episodes",
+    "check_names",
+    "check_samples",
+    "check_signal_part",
+    "check_values",
+]
+
+# The analysis computes in float32 (the signal grids): a larger value would become inf.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+# An episode this many times longer than the median of its source is compared over that
+# span only, so that one runaway recording never sizes every episode's grid.
+LONG_EPISODE = 10.0
 
 _STRING_COLUMNS = ("episode_id", "source", "task", "outcome", "failure_label", "deployment",
                    "robot_id", "site")
+
+
+def check_names(names: list[str], file: str, required: tuple[str, ...]) -> None:
+    """Column names: each once, none differing from another only by surrounding spaces, and
+    every ``required`` one present (a near miss such as ``'T'`` or ``' t'`` is named).
+
+    Raises:
+        DatasetError: naming the column.
+    """
+    seen: dict[str, str] = {}
+    for name in names:
+        key = name.strip()
+        if key in seen:
+            what = "appears twice" if seen[key] == name else f"is named alike {seen[key]!r}"
+            raise DatasetError(f"column {what}; names must be unique", file=file, column=name)
+        seen[key] = name
+    for column in required:
+        if column not in names:
+            near = [n for n in names if n.strip().casefold() == column]
+            hint = f" (found {near[0]!r})" if near else ""
+            raise DatasetError(f"required column is missing{hint}", file=file, column=column)
 
 
 def check_episodes(table: pa.Table, file: str) -> pa.Table:
@@ -31,9 +68,9 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     Raises:
         DatasetError: the first rule broken, with its column and row.
     """
-    for column in EPISODES_REQUIRED:
-        if column not in table.column_names:
-            raise DatasetError("required column is missing", file=file, column=column)
+    check_names(table.column_names, file, EPISODES_REQUIRED)
+    if table.num_rows == 0:
+        raise DatasetError("holds no episodes", file=file)
     table = _normalise(table, file)
     _no_nulls(table, "episode_id", file)
     _unique(table, "episode_id", file)
@@ -59,19 +96,23 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     return table
 
 
-def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.ndarray:
+def check_signal_part(table: pa.Table, file: str,
+                      known: EpisodeIndex) -> tuple[np.ndarray, np.ndarray]:
     """Validate ``episode_id`` and ``t`` of one signals file, in file order.
 
     Args:
-        table: the file's ``episode_id`` (strings, or dictionary-encoded strings) and ``t``.
+        table: the file's ``episode_id`` (strings, or dictionary-encoded strings) and ``t``
+            (numbers, or text that reads as numbers throughout).
         file: how messages name the file.
         known: the episodes table's IDs.
 
     Returns:
-        ``(table.num_rows,)`` each sample's episode's position in ``known``.
+        ``(table.num_rows,)`` each sample's episode's position in ``known``, and its ``t``
+        as float64.
 
     Raises:
-        DatasetError: an unknown episode, a missing ``t``, or ``t`` not strictly increasing.
+        DatasetError: an unknown episode, a ``t`` that is missing, not a number or not
+            finite, or ``t`` not strictly increasing.
     """
     ids = table["episode_id"]
     if not _is_text(ids.type):
@@ -82,7 +123,11 @@ def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.nda
     if unknown.size:
         raise DatasetError("no such episode in episodes", file=file, column="episode_id",
                            row=int(unknown[0]))
-    t = table["t"].cast(pa.float64()).to_numpy(zero_copy_only=False)
+    if not (pa.types.is_floating(table["t"].type) or pa.types.is_integer(table["t"].type)
+            or _is_text(table["t"].type)):
+        raise DatasetError(f"must be seconds as numbers, found {table['t'].type}", file=file,
+                           column="t")
+    t = _cast(table["t"], pa.float64(), file, "t").to_numpy(zero_copy_only=False)
     if not np.all(np.isfinite(t)):
         row = int(np.flatnonzero(~np.isfinite(t))[0])
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
@@ -102,7 +147,169 @@ def check_signal_part(table: pa.Table, file: str, known: EpisodeIndex) -> np.nda
         rows = not_increasing if order is None else order[not_increasing]
         raise DatasetError(f"t must be strictly increasing within {within}", file=file,
                            column="t", row=int(rows.min()))
-    return codes
+    return codes, t
+
+
+class SampleSpans:
+    """Where each episode's samples lie, gathered file by file while ``t`` is validated.
+
+    Attributes:
+        first, last: ``(n_episodes,)`` first and last sample time (inf and -inf without
+            samples).
+        count: ``(n_episodes,)`` samples.
+    """
+
+    def __init__(self, n_episodes: int) -> None:
+        self.first = np.full(n_episodes, np.inf)
+        self.last = np.full(n_episodes, -np.inf)
+        self.count = np.zeros(n_episodes, dtype=np.int64)
+
+    def add(self, codes: np.ndarray, t: np.ndarray, series: np.ndarray | None = None) -> None:
+        """Take in one file's samples, checked by :func:`check_signal_part` (an episode may
+        span files). ``series``: in the long layout, each sample's (episode, channel) code;
+        an episode's samples are then those of its most sampled channel."""
+        if not codes.size:
+            return
+        runs = codes if series is None else series
+        # Within a series t increases in file order (checked), so each run of its rows
+        # starts at its earliest sample and ends at its latest: only run ends are compared.
+        change = np.flatnonzero(runs[1:] != runs[:-1]) + 1
+        heads = np.concatenate([[0], change])
+        tails = np.concatenate([change - 1, [codes.size - 1]])
+        np.minimum.at(self.first, codes[heads], t[heads])
+        np.maximum.at(self.last, codes[tails], t[tails])
+        if series is None:
+            self.count += np.bincount(codes, minlength=self.count.size)
+            return
+        _, first_row, per_series = np.unique(series, return_index=True, return_counts=True)
+        most = np.zeros_like(self.count)
+        np.maximum.at(most, codes[first_row], per_series)
+        self.count += most
+
+
+def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
+                  first_sample: Callable[[int], tuple[str, int]], *,
+                  skip_bad: bool = False) -> tuple[pa.Table, float, list[str]]:
+    """The rules joining episodes to their samples.
+
+    - ``t`` counts from the episode's start: a first sample later than the span below is
+      an absolute time (epoch seconds), an error;
+    - the span compared is :data:`LONG_EPISODE` times the median episode length of the
+      source with the longer ones; a longer episode is compared over that span (warned);
+    - a real failure needs two samples or more, and its ``failure_time`` (its end where
+      none is given) within its samples and the span. Those that are not are an error
+      naming them, or, with ``skip_bad``, left out with a warning.
+
+    Args:
+        episodes: the validated episodes table.
+        spans: its episodes' samples, in its row order.
+        file: the episodes file, for messages.
+        first_sample: where an episode's first sample is (signals file, row), given its
+            row in ``episodes`` (asked only to name it in an error).
+        skip_bad: leave out the failures that break a rule instead of failing.
+
+    Returns:
+        The episodes (bad failures left out where asked), the span in seconds, warnings.
+
+    Raises:
+        DatasetError: an episode's ``t`` does not start near 0, or a failure breaks a rule.
+    """
+    has = spans.count > 0
+    length = np.where(has, spans.last - spans.first, np.nan)
+    source = np.array(episodes["source"].to_pylist(), dtype=object)
+    typical = [float(np.median(length[has & (source == s)])) for s in ("sim", "real")
+               if np.any(has & (source == s))]
+    span = LONG_EPISODE * max(max(typical, default=0.0), _MIN_SPAN_S)
+    ids = episodes["episode_id"].to_pylist()
+    late = np.flatnonzero(has & (spans.first > span))
+    if late.size:
+        episode = int(late[0])
+        msg = (f"episode {ids[episode]!r} starts at t = {spans.first[episode]:.6g} s; t counts "
+               f"seconds from the episode start (not a clock time)")
+        part, row = first_sample(episode)
+        raise DatasetError(msg, file=part, column="t", row=row)
+    warnings: list[str] = []
+    long = np.flatnonzero(has & (spans.last > span))
+    if long.size:
+        warnings.append(f"{long.size} episode(s) longer than {LONG_EPISODE:g} x the median "
+                        f"episode, compared over their first {span:.4g} s only: "
+                        + _listed(ids, long, spans.last, "s"))
+    bad = _bad_failures(episodes, spans, span)
+    if bad:
+        rows = sorted(bad)
+        listing = "; ".join(f"{ids[r]!r} (row {r}): {bad[r]}" for r in rows[:5])
+        more = f"; and {len(rows) - 5} more" if len(rows) > 5 else ""
+        if not skip_bad:
+            msg = (f"{len(rows)} real failure(s) cannot be compared: {listing}{more}; "
+                   "fix them, or give --skip-bad-episodes to leave them out")
+            raise DatasetError(msg, file=file, column="episode_id", row=rows[0])
+        warnings.append(f"{len(rows)} real failure(s) left out (--skip-bad-episodes): "
+                        f"{listing}{more}")
+        keep = np.ones(episodes.num_rows, dtype=bool)
+        keep[rows] = False
+        episodes = episodes.filter(pa.array(keep))
+    empty = np.flatnonzero(~has & (source == "sim"))
+    if empty.size:
+        warnings.append(f"{empty.size} sim episode(s) have no samples: "
+                        + ", ".join(repr(ids[r]) for r in empty[:5])
+                        + (", ..." if empty.size > 5 else ""))
+    return episodes, span, warnings
+
+
+# The span is never shorter than this, so that very short episodes keep some slack.
+_MIN_SPAN_S = 1.0
+
+
+def _bad_failures(episodes: pa.Table, spans: SampleSpans, span: float) -> dict[int, str]:
+    """Row -> why, for the real failures that cannot be compared."""
+    if "outcome" not in episodes.column_names:  # no real episodes, so no real failures
+        return {}
+    failed = pc.fill_null(pc.and_(pc.equal(episodes["source"], "real"),
+                                  pc.equal(episodes["outcome"], "failure")), False)
+    rows = np.flatnonzero(failed.to_numpy(zero_copy_only=False))
+    given = (episodes["failure_time"].to_numpy(zero_copy_only=False).astype(float)
+             if "failure_time" in episodes.column_names else np.full(episodes.num_rows, np.nan))
+    bad: dict[int, str] = {}
+    for r in rows.tolist():
+        n, first, last = int(spans.count[r]), spans.first[r], spans.last[r]
+        if n == 0:
+            bad[r] = "no samples in the signals"
+            continue
+        if n < 2:
+            bad[r] = "one sample only; a trajectory needs two or more"
+            continue
+        end = given[r] if np.isfinite(given[r]) else last
+        step = (last - first) / (n - 1)  # a failure logged one sample after the last is in
+        if not first <= end <= last + step:
+            bad[r] = (f"failure_time {end:.6g} s outside its samples "
+                      f"({first:.6g} to {last:.6g} s)")
+        elif end > span:
+            bad[r] = (f"fails at {end:.6g} s, past the {span:.4g} s compared "
+                      f"({LONG_EPISODE:g} x the median episode)")
+    return bad
+
+
+def _listed(ids: list[str], rows: np.ndarray, values: np.ndarray, unit: str) -> str:
+    shown = ", ".join(f"{ids[r]!r} ({values[r]:.6g} {unit})" for r in rows[:5])
+    return shown + (", ..." if rows.size > 5 else "")
+
+
+def check_values(values: pa.ChunkedArray | pa.Array, file: str, column: str,
+                 row_offset: int = 0) -> None:
+    """A channel's values: numbers within the float32 range the analysis computes in
+    (NaN and null mean "no sample" and pass).
+
+    Raises:
+        DatasetError: the first value beyond that range, with its row.
+    """
+    x = values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    with np.errstate(invalid="ignore"):
+        beyond = np.flatnonzero(np.abs(x) > FLOAT32_MAX)
+    if beyond.size:
+        row = int(beyond[0])
+        msg = (f"value {x[row]:.6g} is beyond the float32 range the analysis computes in "
+               f"(+-{FLOAT32_MAX:.3g}); write a missing value (null) where there is no reading")
+        raise DatasetError(msg, file=file, column=column, row=row_offset + row)
 
 
 def _channel_index(column: pa.ChunkedArray) -> np.ndarray:

@@ -18,8 +18,8 @@ __all__ = ["demo"]
               help="Folder to write: OUT/dataset/, OUT/answer_key.json, then the reports.")
 @click.option("--size", type=click.Choice([s for s in SIZES if s != "tiny"]), default="default",
               show_default=True,
-              help="small: ~1,150 episodes in seconds (tests); default: ~4,500 episodes, under a "
-                   "minute on two cores; large: a big fleet, no time target.")
+              help="small: ~1,150 episodes, under a minute of CPU (tests); default: ~4,200 "
+                   "episodes, about 3 minutes of CPU; large: a big fleet, no time target.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the whole demo; the same seed gives byte-identical files.")
 @click.option("--generate-only", is_flag=True,

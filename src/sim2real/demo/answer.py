@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import statsmodels.api as sm
 
+from sim2real.cluster.trend import poisson_loglinear
 from sim2real.demo.fleet import CAUSES, DEPLOYMENTS
 
 __all__ = ["BACKGROUND", "answer_key", "growth"]
@@ -25,11 +25,8 @@ def growth(failures: Sequence[int], exposure: Sequence[int]) -> tuple[float, flo
         The growth coefficient (log rate per deployment) and its lower 95% bound.
     """
     y = np.asarray(failures, dtype=float)
-    x = sm.add_constant(np.arange(len(y), dtype=float))
-    fit = sm.GLM(y, x, family=sm.families.Poisson(),
-                 offset=np.log(np.asarray(exposure, dtype=float))).fit()
-    low = fit.conf_int(alpha=0.05)[1][0]
-    return float(fit.params[1]), float(low)
+    fit = poisson_loglinear(y, np.arange(len(y), dtype=float), np.asarray(exposure, float))
+    return fit.slope, fit.slope_low
 
 
 def answer_key(*, seed: int, size: str, version: int, events: Mapping[str, str],

@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from sim2real._optional import require
 from sim2real.dataset import Dataset, load_dataset
-from sim2real.ingest._optional import require
 
 __all__ = ["FORMATS", "Recorded", "record_world"]
 
@@ -164,7 +164,7 @@ def _start_ns(row: dict[str, Any]) -> int:
 
 
 def _write_mcap_json(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None:
-    writer_mod = require("mcap.writer")
+    writer_mod = require("mcap.writer", "ingest")
     with path.open("wb") as f:
         writer = writer_mod.Writer(f)
         writer.start(profile="", library="sim2real demo")
@@ -181,7 +181,7 @@ def _write_mcap_json(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None
 
 
 def _write_mcap_ros2(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None:
-    writer_mod = require("mcap_ros2.writer")
+    writer_mod = require("mcap_ros2.writer", "ingest")
     store = _store(2)
     with path.open("wb") as f:
         writer = writer_mod.Writer(f)
@@ -197,14 +197,14 @@ def _write_mcap_ros2(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None
 
 
 def _store(version: int) -> Any:
-    typesys = require("rosbags.typesys")
+    typesys = require("rosbags.typesys", "ingest")
     return typesys.get_typestore(typesys.Stores.ROS2_HUMBLE if version == 2
                                  else typesys.Stores.ROS1_NOETIC)
 
 
 def _typed(store: Any, msgtype: str, data: Any) -> Any:
     """A typestore message from nested dicts (numbers lists become arrays)."""
-    nodetype = require("rosbags.typesys.base").Nodetype
+    nodetype = require("rosbags.typesys.base", "ingest").Nodetype
     _, fields = store.fielddefs[msgtype]
     kwargs = {}
     for name, (kind, detail) in fields:
@@ -228,7 +228,7 @@ def _field(store: Any, nodetype: Any, kind: int, detail: Any, value: Any) -> Any
 
 def _write_rosbag2(path: Path, msgs: list[Msg], facts: dict[str, str],
                    storage: str = "sqlite3") -> None:
-    rosbag2 = require("rosbags.rosbag2")
+    rosbag2 = require("rosbags.rosbag2", "ingest")
     store = _store(2)
     plugin = rosbag2.StoragePlugin.MCAP if storage == "mcap" else rosbag2.StoragePlugin.SQLITE3
     with rosbag2.Writer(path, version=9, storage_plugin=plugin) as writer:
@@ -243,7 +243,7 @@ def _write_rosbag2(path: Path, msgs: list[Msg], facts: dict[str, str],
 
 
 def _write_ros1(path: Path, msgs: list[Msg], facts: dict[str, str]) -> None:
-    rosbag1 = require("rosbags.rosbag1")
+    rosbag1 = require("rosbags.rosbag1", "ingest")
     store = _store(1)
     start = msgs[0][1]
     info = [("/episode_info", start, {"key": k, "value": v}) for k, v in facts.items()]
@@ -463,7 +463,7 @@ def _record_lerobot(ds: Dataset, out: Path, only: set[str] | None,
 
 def _record_robomimic(ds: Dataset, out: Path, only: set[str] | None,
                       capture_every: int) -> Recorded:
-    h5py = require("h5py")
+    h5py = require("h5py", "ingest")
     groups = _groups(ds)
     paths, ids = [], {}
     out.mkdir(parents=True, exist_ok=True)

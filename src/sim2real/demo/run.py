@@ -35,9 +35,14 @@ def run_demo_analysis(paths: DemoPaths, quiet: bool) -> None:
                      if c.get("fixed_in")), deployments[-1])
     split = deployments.index(fixed_in) if fixed_in in deployments else len(deployments) - 1
     baseline, candidate = deployments[:split], deployments[split:]
+    # The team followed the report: the fix targets the clusters it said to fix first in
+    # the infrastructure.
+    targets = [c.cluster_id for c in report.model.clusters
+               if c.actions and c.actions[0].kind == "fix_infrastructure"]
     validation_dir = paths.root / "validation"
     validation = validate(paths.dataset, baseline, candidate, out=validation_dir,
-                          stages=Stages(enabled=not quiet), previous=report.model)
+                          stages=Stages(enabled=not quiet), previous=report.model,
+                          targets=targets)
     if quiet:
         console.print(f"report: {(report_dir / 'report.html').resolve()}")
         console.print(f"validation: {(validation_dir / 'validation.html').resolve()}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -45,12 +46,24 @@ class LocalExecutor:
         if n <= 1 or "fork" not in mp.get_all_start_methods():
             return [fn(shared, item) for item in items]
         _SHARED["value"] = shared
+        ctx = mp.get_context("fork")
+        pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_ignore_interrupts)
         try:
-            ctx = mp.get_context("fork")
-            with ProcessPoolExecutor(n, mp_context=ctx) as pool:
-                return list(pool.map(_call, [fn] * len(items), items))
+            return list(pool.map(_call, [fn] * len(items), items))
+        except BaseException:
+            # A Ctrl-C (or any failure) stops the workers now, not after the queued items.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            raise
         finally:
+            pool.shutdown(wait=True)
             _SHARED.clear()
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave a Ctrl-C to their parent, which stops them (and prints one line)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(fn: Callable[[Any, Any], Any], item: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sim2real.errors import InputError
+from sim2real._optional import require
 
 __all__ = ["RayExecutor"]
 
@@ -27,11 +27,11 @@ class RayExecutor:
         workers: at most this many tasks in flight; default the cluster's CPUs.
 
     Raises:
-        InputError: Ray is not installed.
+        MissingExtraError: Ray is not installed.
     """
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        self._ray = _import_ray()
+        self._ray: Any = require("ray", "ray")
         if not self._ray.is_initialized():
             self._ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
@@ -59,11 +59,3 @@ def _call(fn: Callable[[Any, Any], Any], shared: Any, item: Any) -> Any:
     # Ray resolves a top-level ObjectRef argument to its value before the call.
     return fn(shared, item)
 
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as err:
-        msg = "the ray engine needs Ray: pip install 'sim2real[ray]'"
-        raise InputError(msg) from err
-    return ray

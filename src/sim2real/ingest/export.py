@@ -24,9 +24,9 @@ import pyarrow.csv as pcsv
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from sim2real._optional import require
 from sim2real.dataset.layout import to_wide
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
 
 __all__ = ["ExportPlan", "export_event", "plan_export"]
 
@@ -152,7 +152,7 @@ def _stamp(ns: int) -> dict[str, int]:
 
 
 def _write_mcap(plan: ExportPlan, path: Path) -> None:
-    writer_mod = require("mcap.writer")
+    writer_mod = require("mcap.writer", "ingest")
     with path.open("wb") as f:
         writer = writer_mod.Writer(f)
         writer.start(profile="", library="sim2real export")

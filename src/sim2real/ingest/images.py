@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from sim2real._optional import require
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
 
 __all__ = ["HIST_BINS", "STATS", "decode_compressed", "decode_image", "decode_raw",
            "episode_image_columns", "frame_stats", "hist_distance", "is_image_type"]
@@ -97,7 +97,7 @@ def decode_compressed(msg: Any) -> np.ndarray:
 
 def _open_compressed(msg: Any) -> Any:
     """The decoded PIL image of a compressed frame."""
-    image_mod = require("PIL.Image")
+    image_mod = require("PIL.Image", "ingest")
     try:
         data = _bytes(_get(msg, "data"))
         raw = data.tobytes() if isinstance(data, np.ndarray) else data
@@ -133,7 +133,7 @@ def frame_stats(pixels: np.ndarray | Any) -> tuple[np.ndarray, np.ndarray]:
         ``(stats, hist)``: the four values of :data:`STATS`, and the concatenated per-channel
         histograms (``HIST_BINS`` per colour channel, each summing to 1).
     """
-    image_mod = require("PIL.Image")
+    image_mod = require("PIL.Image", "ingest")
     img = pixels if isinstance(pixels, image_mod.Image) else _to_image(image_mod, pixels)
     if img.mode not in ("L", "RGB"):
         img = img.convert("RGB")

@@ -16,8 +16,8 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from sim2real._optional import require
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["McapRecording", "check_crcs"]
@@ -30,7 +30,7 @@ _BLOCK = 1 << 20
 
 def _json_decoder_factory() -> Any:
     """A decoder factory for ``json`` message encoding (the mcap package ships none)."""
-    reader = require("mcap.reader")
+    reader = require("mcap.reader", "ingest")
 
     class JsonDecoderFactory(reader.DecoderFactory):  # type: ignore[name-defined]
         def decoder_for(self, message_encoding: str, schema: Any) -> Callable[[bytes], Any] | None:
@@ -96,8 +96,8 @@ class McapRecording:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        reader_mod = require("mcap.reader")
-        ros2 = require("mcap_ros2.decoder")
+        reader_mod = require("mcap.reader", "ingest")
+        ros2 = require("mcap_ros2.decoder", "ingest")
         try:
             self._file: IO[bytes] = self.path.open("rb")
         except OSError as err:

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sim2real._optional import require
 from sim2real.dataset import Channel, write_dataset
 from sim2real.errors import IngestError
 from sim2real.ingest._facts import Facts, finish_rows
-from sim2real.ingest._optional import require
 from sim2real.ingest._tables import (
     EpisodeDefaults,
     read_families,
@@ -173,7 +173,7 @@ def read_robomimic(path: str | Path, defaults: EpisodeDefaults | None = None,
     Raises:
         IngestError: the file is not HDF5, not robomimic's layout, or damaged (names the key).
     """
-    h5py = require("h5py")
+    h5py = require("h5py", "ingest")
     path = Path(path)
     where = str(path)
     try:

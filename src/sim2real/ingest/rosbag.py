@@ -6,8 +6,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from sim2real._optional import require
 from sim2real.errors import IngestError
-from sim2real.ingest._optional import require
 from sim2real.ingest._source import MessageRecord, TopicInfo
 
 __all__ = ["RosbagRecording", "is_rosbag2_dir"]
@@ -30,8 +30,8 @@ class RosbagRecording:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        highlevel = require("rosbags.highlevel")
-        typesys = require("rosbags.typesys")
+        highlevel = require("rosbags.highlevel", "ingest")
+        typesys = require("rosbags.typesys", "ingest")
         store = typesys.Stores.ROS1_NOETIC if self.path.suffix == ".bag" else (
             typesys.Stores.ROS2_HUMBLE)
         if not self.path.exists():

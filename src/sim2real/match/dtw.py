@@ -1,7 +1,7 @@
 """Dynamic time warping between multichannel windows, compiled with numba where installed.
 
-Used to refine prefiltered candidates (``pip install 'sim2real[fast]'`` for the compiled
-kernel; without numba a NumPy version gives the same numbers, slowly).
+Used to refine prefiltered candidates (numba compiles the kernel; without numba a NumPy
+version gives the same numbers, slowly).
 """
 
 from __future__ import annotations

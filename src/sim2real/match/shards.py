@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from sim2real.dataset import EpisodeIndex, Location
 from sim2real.dataset.layout import LONG_COLUMNS, layout_of
+from sim2real.errors import DatasetError
 from sim2real.match.resample import Resampler
 
 if TYPE_CHECKING:
@@ -184,14 +185,21 @@ def _read_rows(job: _Job, shard: Shard) -> tuple[pa.Table, np.ndarray]:
     hundred episodes, so looking them up per dictionary entry is far cheaper than decoding
     a string per row.
     """
-    if shard.long:
+    keys = ["episode_id", "channel"] if shard.long else ["episode_id"]
+    try:
         source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
-                                read_dictionary=["episode_id", "channel"])
-        columns = list(LONG_COLUMNS)
-    else:
-        source = pq.ParquetFile(shard.file.path, filesystem=shard.file.filesystem,
-                                read_dictionary=["episode_id"])
-        present = set(source.schema_arrow.names)
-        columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
-    table = source.read_row_groups(list(shard.groups), columns=columns)
+                                read_dictionary=keys, page_checksum_verification=True)
+        if shard.long:
+            columns = list(LONG_COLUMNS)
+        else:
+            present = set(source.schema_arrow.names)
+            columns = ["episode_id", "t", *(c for c in job.channels if c in present)]
+        table = source.read_row_groups(list(shard.groups), columns=columns)
+    except (pa.ArrowException, OSError) as err:
+        # Loading decoded only episode_id and t; a channel's corrupt page shows here.
+        msg = f"row groups {shard.groups[0]}-{shard.groups[-1]} cannot be read: {err}"
+        raise DatasetError(msg, file=str(shard.file)) from err
+    if table["t"].type != pa.float64():
+        # t written as text that reads as numbers throughout (checked when loaded)
+        table = table.set_column(1, "t", table["t"].cast(pa.float64()))
     return table, job.wanted.rows(table["episode_id"])

@@ -6,6 +6,7 @@ live here; the templates only lay them out.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -73,6 +74,7 @@ class ClusterView:
     label: str
     help: str
     lifecycle: str | None
+    resolved_since: str | None
     last_rate: float | None
     last_deployment: str | None
     growth_factor: float
@@ -102,6 +104,8 @@ class ReportView:
     colors: dict[str, str]
     labels: dict[str, str]
     help: dict[str, str]
+    details: str
+    reference_channels: list[str]
 
 
 def _event_view(e: EventReport, traces: Traces) -> EventView:
@@ -166,14 +170,19 @@ def _scores(value: object) -> list[tuple[str, float]]:
 
 
 def _traces(
-    c: ClusterReport, events: list[EventReport], traces: Traces, color: str, figs: FigureSet
+    c: ClusterReport,
+    events: list[EventReport],
+    traces: Traces,
+    color: str,
+    figs: FigureSet,
+    units: dict[str, str],
 ) -> list[TraceView]:
     shown = [e for e in sorted(events, key=lambda e: -e.drift_score) if e.episode_id in traces]
     out = []
     for e in shown[:_MAX_TRACES]:
         prefer = [t.channel for t in e.top_channels] + [t.channel for t in c.top_channels]
         channels, series = traces.series(e.episode_id, prefer)
-        fig = F.trace_overlay(channels, series, color) if channels else None
+        fig = F.trace_overlay(channels, series, color, units) if channels else None
         out.append(
             TraceView(
                 e, anchor("trace", e.episode_id), anchor("event", e.episode_id), figs.add(fig)
@@ -208,6 +217,9 @@ def _cluster_view(
     has_trend = bool(c.trend.per_deployment)
     heat, note = _heatmap(events, sig, figs)
     rows = sorted(events, key=lambda e: -e.drift_score)
+    lifecycle = str(extra(c, "lifecycle")) if extra(c, "lifecycle") else None
+    resolved_since = _resolved_since(c) if lifecycle == "resolved" else None
+    units = extra(model.dataset, "units")
     return ClusterView(
         cluster=c,
         rank=rank,
@@ -215,14 +227,18 @@ def _cluster_view(
         color=color,
         label=TAXONOMY_LABELS[c.taxonomy],
         help=TAXONOMY_HELP[c.taxonomy],
-        lifecycle=str(extra(c, "lifecycle")) if extra(c, "lifecycle") else None,
+        lifecycle=lifecycle,
+        resolved_since=resolved_since,
         last_rate=last.rate if last else None,
         last_deployment=last.deployment if last else None,
         growth_factor=math.exp(c.trend.growth),
         growth_ci=_growth_ci(c),
         explained=_explained(c),
         family_scores=_scores(extra(c, "family_scores")),
-        actions=[ActionView(a, ACTION_LABELS[a.kind], justification(a)) for a in c.actions],
+        # a resolved cluster needs nothing done: its actions would only mislead
+        actions=[]
+        if resolved_since
+        else [ActionView(a, ACTION_LABELS[a.kind], justification(a)) for a in c.actions],
         spark=figs.add(F.sparkline(c.trend, color) if has_trend else None),
         params_card=figs.add(
             F.param_intervals(c.sim_params[:_CARD_PARAMS], color) if c.sim_params else None
@@ -237,8 +253,19 @@ def _cluster_view(
         ],
         events=[_event_view(e, traces) for e in rows[:_MAX_ROWS]],
         hidden_events=max(0, len(rows) - _MAX_ROWS),
-        traces=_traces(c, events, traces, color, figs),
+        traces=_traces(c, events, traces, color, figs, units if isinstance(units, dict) else {}),
     )
+
+
+def _resolved_since(c: ClusterReport) -> str | None:
+    """The first deployment of the cluster's trailing run without failures."""
+    per = c.trend.per_deployment
+    since = None
+    for row in reversed(per):
+        if row.failures:
+            break
+        since = row.deployment
+    return since
 
 
 def _overview(model: ReportModel, sig: Signatures, figs: FigureSet) -> str | None:
@@ -278,6 +305,8 @@ def report_view(report: Report, figs: FigureSet) -> ReportView:
     ]
     known = {c.cluster_id for c in model.clusters}
     unassigned = [_event_view(e, traces) for e in model.events if e.cluster_id not in known]
+    shown = [r for c in clusters for r in c.events] + unassigned
+    refs = extra(model.dataset, "reference_channels", [])
     return ReportView(
         model=model,
         summary=summary_sentences(model),
@@ -287,4 +316,30 @@ def report_view(report: Report, figs: FigureSet) -> ReportView:
         colors=dict(F.TAXONOMY_COLORS),
         labels=dict(TAXONOMY_LABELS),
         help=dict(TAXONOMY_HELP),
+        details=_details_json(shown),
+        reference_channels=[str(c) for c in refs] if isinstance(refs, list) else [],
     )
+
+
+def _details_json(rows: list[EventView]) -> str:
+    """Each shown event's details, keyed by its anchor; the page builds a row's details
+    from them when it is opened (hundreds of rows of markup would weigh more than the
+    figures)."""
+    out = {}
+    for r in rows:
+        e = r.event
+        trace = r.trace_anchor
+        facts: list[tuple[str, object]] = [("cluster", e.cluster_id or "unassigned")]
+        if isinstance(r.failure_time, int | float):
+            facts.append(("failure time", f"{r.failure_time:.3g} s into the episode"))
+        facts += [(k, v) for k, v in r.notes] + list(r.context.items())
+        out[r.anchor] = {
+            "facts": [[k, str(v)] for k, v in facts],
+            "cluster": e.cluster_id,
+            "sim": list(e.nearest_sim),
+            "trace": trace,
+            "fam": [[k, round(float(v), 2)] for k, v in e.family_scores.model_dump().items()],
+            "top": [[t.channel, extra(t, "family") or "", round(t.effect, 1)]
+                    for t in e.top_channels[:8]],
+        }
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 
+from sim2real._format import fmt_p
 from sim2real.report.model import Action, ClusterReport, ReportModel, ValidationModel
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "best_action",
     "extra",
     "justification",
+    "p_is",
     "summary_sentences",
     "validation_sentence",
 ]
@@ -181,8 +183,14 @@ def _fastest(model: ReportModel) -> str:
     return (
         f"{c.cluster_id} ({TAXONOMY_LABELS[c.taxonomy].lower()}, {c.confidence:.0%} confidence) "
         f"is growing fastest: its rate is multiplied by about {factor:.2f} per deployment "
-        f"(p = {c.trend.p_value:.2g}){now}."
+        f"(p {p_is(c.trend.p_value)}){now}."
     )
+
+
+def p_is(p: float) -> str:
+    """``< 0.001`` or ``= 0.03``: a p-value after ``p``."""
+    text = fmt_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def best_action(model: ReportModel) -> tuple[ClusterReport, Action, float] | None:
@@ -227,14 +235,37 @@ def summary_sentences(model: ReportModel) -> list[tuple[str, str]]:
     ]
 
 
+_VERDICT_WORDS: Mapping[str, str] = {
+    "shrank": "shrank",
+    "grew": "grew",
+    "gone": "is gone",
+    "new": "is new",
+    "unchanged": "is unchanged",
+}
+
+
 def validation_sentence(model: ValidationModel) -> str:
-    """One sentence: which clusters the fix shrank and whether anything grew."""
+    """One sentence: what became of the clusters the fix targeted, and of the others.
 
-    def ids(*verdicts: str) -> list[str]:
-        return [c.cluster_id for c in model.clusters if c.verdict in verdicts]
+    Each cluster is named with the verdict word its table row shows.
+    """
+    by_id = {c.cluster_id: c for c in model.clusters}
+    raw = extra(model, "targets", [])
+    targets = [str(t) for t in raw] if isinstance(raw, list) else []
 
-    shrank, grew = ids("shrank", "gone"), ids("grew", "new")
-    first = f"{', '.join(shrank)} shrank" if shrank else "no cluster shrank significantly"
-    second = f"{', '.join(grew)} grew or appeared" if grew else "nothing grew"
+    def said(cid: str) -> str:
+        c = by_id.get(cid)
+        return f"{cid} {_VERDICT_WORDS[c.verdict]}" if c else f"{cid} was not found"
+
+    moved = [c.cluster_id for c in model.clusters
+             if c.cluster_id not in targets and c.verdict != "unchanged"]
+    parts = []
+    if targets:
+        parts.append("targeted " + ", ".join(said(t) for t in targets))
+    if moved:
+        parts.append(("elsewhere " if targets else "") + ", ".join(said(m) for m in moved))
+    else:
+        parts.append("nothing else changed significantly" if targets
+                     else "no cluster changed significantly")
     versus = f"{', '.join(model.candidate)} against {', '.join(model.baseline)}"
-    return f"In {versus}: {first}; {second}."
+    return f"In {versus}: {'; '.join(parts)}."

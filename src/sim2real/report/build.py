@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,7 @@ from sim2real.attribute import ParamEstimate, infer_params, param_evidence, prop
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
+from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
 from sim2real.match.matcher import window_times
 from sim2real.pipeline import Diagnosis
@@ -34,6 +36,7 @@ from sim2real.report.snapshot import Report
 __all__ = [
     "ClusterFinding",
     "build_report",
+    "empty_report",
     "exposure",
     "find_clusters",
     "with_check_evidence",
@@ -42,6 +45,7 @@ __all__ = [
 _TRACE_EVENTS = 3
 _TRACE_CHANNELS = 6
 _TRACE_POINTS = 200
+_TRACE_COLUMNS = ("event_id", "episode_id", "role", "channel", "t", "value")
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None) -> R
                if f.trend.growth_low > 0]
     model = ReportModel(
         tool_version=__version__,
-        dataset=_summary(diagnosis),
+        dataset=_summary(diagnosis.dataset, len(sig.episode_ids),
+                         diagnosis.yardstick.channels[diagnosis.yardstick.sim_channels:]),
         events=_events(diagnosis, cluster_of),
         clusters=clusters,
         fastest_growing=max(growing)[1] if growing else None,
@@ -142,16 +147,37 @@ def with_check_evidence(report: Report, evidence: dict[str, str]) -> Report:
     return Report(model, report.signatures, report.traces)
 
 
-def _summary(diagnosis: Diagnosis) -> DatasetSummary:
-    episodes = diagnosis.dataset.episodes
+def empty_report(dataset: Dataset) -> Report:
+    """The report of a dataset whose real episodes all succeeded: nothing to cluster."""
+    model = ReportModel(
+        tool_version=__version__,
+        dataset=_summary(dataset, 0),
+        events=[],
+        clusters=[],
+        fastest_growing=None,
+        warnings=[*dataset.warnings, "no real failures: nothing to cluster"],
+    )
+    signatures = pa.table({"episode_id": pa.array([], pa.string()),
+                           "cluster_id": pa.array([], pa.string()),
+                           "embed_x": pa.array([], pa.float64()),
+                           "embed_y": pa.array([], pa.float64()),
+                           "drift_score": pa.array([], pa.float64())})
+    return Report(model, signatures, _trace_table({k: [] for k in _TRACE_COLUMNS}))
+
+
+def _summary(dataset: Dataset, failures: int,
+             reference_channels: Sequence[str] = ()) -> DatasetSummary:
+    episodes = dataset.episodes
     source = episodes["source"]
     return DatasetSummary(
         episodes_real=pc.sum(pc.equal(source, "real")).as_py() or 0,
         episodes_sim=pc.sum(pc.equal(source, "sim")).as_py() or 0,
-        failures=len(diagnosis.signatures.episode_ids),
-        deployments=list(diagnosis.dataset.deployments),
+        failures=failures,
+        deployments=list(dataset.deployments),
         tasks=sorted(set(episodes["task"].to_pylist())),
-        path=diagnosis.dataset.root.canonical(),
+        path=dataset.root.canonical(),
+        units={n: c.unit for n, c in dataset.channels.items() if c.unit},
+        reference_channels=list(reference_channels),
     )
 
 
@@ -248,9 +274,7 @@ def _traces(diagnosis: Diagnosis, findings: list[ClusterFinding]) -> pa.Table:
     bank = diagnosis.matcher.bank_
     real = diagnosis.real_grid
     length = diagnosis.config.window_s
-    records: dict[str, list[object]] = {k: [] for k in
-                                        ("event_id", "episode_id", "role", "channel", "t",
-                                         "value")}
+    records: dict[str, list[object]] = {k: [] for k in _TRACE_COLUMNS}
     for f in findings:
         values = diagnosis.features.values[f.rows]
         dist = np.linalg.norm(values - np.median(values, axis=0), axis=1)
@@ -272,6 +296,10 @@ def _traces(diagnosis: Diagnosis, findings: list[ClusterFinding]) -> pa.Table:
                 for r, sim_id in enumerate(sig.nearest[i]):
                     _append(records, sig.episode_ids[i], sim_id, "sim", channels,
                             bank.grid.channels, rel, sim_vals[r])
+    return _trace_table(records)
+
+
+def _trace_table(records: dict[str, list[object]]) -> pa.Table:
     return pa.table({
         "event_id": pa.array(records["event_id"], pa.string()),
         "episode_id": pa.array(records["episode_id"], pa.string()),

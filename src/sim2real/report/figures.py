@@ -1,27 +1,30 @@
-"""Plotly figure builders for the report pages.
+"""Figure builders for the report pages: plain plotly.js figure specs.
 
-Each builder takes plain report data and returns a :class:`plotly.graph_objects.Figure`
-with a small shared layout (no plotly template, so each figure's JSON stays small: a big
-report embeds hundreds of them). The HTML renderer serialises them with ``to_json``.
+Each builder takes report data and returns a figure as a dict (``data`` and ``layout`` as
+plotly.js reads them) with a small shared layout; the HTML renderer serialises them. Lines
+are decimated to what a screen shows (:func:`decimate`) and numbers rounded to what a
+pixel resolves, so a report of hundreds of figures stays a light file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 from scipy import stats
 
+from sim2real._format import fmt_range, fmt_value
 from sim2real.report.model import ClusterTrend, SimParam, ValidationCluster
 
 __all__ = [
     "TAXONOMY_COLORS",
     "UNASSIGNED",
     "VERDICT_COLORS",
+    "Figure",
     "breakdown_bars",
     "cluster_palette",
+    "decimate",
     "overview_map",
     "param_intervals",
     "poisson_rate_interval",
@@ -31,6 +34,8 @@ __all__ = [
     "trace_overlay",
     "validation_rates",
 ]
+
+Figure = dict[str, Any]
 
 TAXONOMY_COLORS: Mapping[str, str] = {
     "perception_drift": "#7c3aed",
@@ -48,15 +53,15 @@ VERDICT_COLORS: Mapping[str, str] = {
 }
 _SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "x")
 UNASSIGNED = ("#cbd5e1", "circle")
+OUTSIDE_RING = "#dc2626"  # the param strips' mark for an estimate outside the sim range
 _INK = "#1e293b"
 _MUTED = "#94a3b8"
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
 
-def _layout(height: int, **extra: object) -> go.Layout:
+def _layout(height: int, **extra: object) -> dict[str, Any]:
     """The shared look: transparent background, quiet grid, system font."""
-    base: dict[str, object] = {
-        "template": None,
+    base: dict[str, Any] = {
         "height": height,
         "margin": {"l": 48, "r": 16, "t": 12, "b": 36},
         "paper_bgcolor": "rgba(0,0,0,0)",
@@ -64,11 +69,52 @@ def _layout(height: int, **extra: object) -> go.Layout:
         "font": {"family": _FONT, "size": 12, "color": _INK},
         "hoverlabel": {"font": {"family": _FONT}},
         "showlegend": False,
-        "xaxis": {"gridcolor": "#e2e8f0", "zeroline": False, "automargin": True},
-        "yaxis": {"gridcolor": "#e2e8f0", "zeroline": False, "automargin": True},
+        "xaxis": _axis(),
+        "yaxis": _axis(),
     }
     base.update(extra)
-    return go.Layout(**base)
+    return base
+
+
+def _axis(**extra: object) -> dict[str, Any]:
+    return {"gridcolor": "#e2e8f0", "zeroline": False, "automargin": True, **extra}
+
+
+def _figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> Figure:
+    return {"data": data, "layout": layout}
+
+
+def decimate(t: np.ndarray, v: np.ndarray, points: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``points`` samples of a line that draw the same picture at screen width.
+
+    The samples are cut into ``points / 2`` equal runs and each run keeps its minimum and
+    maximum, in time order, so spikes survive (a figure is never wider than a few hundred
+    pixels, where more samples only overdraw).
+    """
+    n = len(t)
+    if n <= points:
+        return t, v
+    runs = np.array_split(np.arange(n), points // 2)
+    keep = []
+    for run in runs:
+        values = v[run]
+        finite = np.isfinite(values)
+        if not finite.any():
+            keep.append(run[0])
+            continue
+        lo = run[np.flatnonzero(finite)[np.argmin(values[finite])]]
+        hi = run[np.flatnonzero(finite)[np.argmax(values[finite])]]
+        keep.extend(sorted({int(lo), int(hi)}))
+    idx = np.array(keep)
+    return t[idx], v[idx]
+
+
+def _round(values: np.ndarray | Sequence[float], digits: int = 4) -> list[float | None]:
+    """Floats to ``digits`` significant digits (plenty for a pixel); NaN becomes null."""
+    out: list[float | None] = []
+    for x in np.asarray(values, dtype=float).ravel().tolist():
+        out.append(None if not np.isfinite(x) else float(f"{x:.{digits}g}"))
+    return out
 
 
 def poisson_rate_interval(failures: int, episodes: int, level: float = 0.95) -> tuple[float, float]:
@@ -84,153 +130,132 @@ def poisson_rate_interval(failures: int, episodes: int, level: float = 0.95) -> 
     return (float(low) / episodes, float(high) / episodes)
 
 
-def sparkline(trend: ClusterTrend, color: str) -> go.Figure:
+def sparkline(trend: ClusterTrend, color: str) -> Figure:
     """A tiny rate-per-deployment line for a cluster card (percent of episodes)."""
     rows = trend.per_deployment
-    x = [r.deployment for r in rows]
-    y = [100 * r.rate for r in rows]
-    text = [f"{r.deployment}: {100 * r.rate:.1f}% ({r.failures}/{r.episodes})" for r in rows]
-    fig = go.Figure(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="lines+markers",
-            line={"color": color, "width": 2},
-            marker={"size": 4},
-            fill="tozeroy",
-            fillcolor=_fade(color, 0.12),
-            hovertext=text,
-            hoverinfo="text",
-        ),
-        layout=_layout(64, margin={"l": 2, "r": 2, "t": 4, "b": 4}),
-    )
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, rangemode="tozero")
-    return fig
+    trace = {
+        "type": "scatter",
+        "x": [r.deployment for r in rows],
+        "y": _round([100 * r.rate for r in rows]),
+        "mode": "lines+markers",
+        "line": {"color": color, "width": 2},
+        "marker": {"size": 4},
+        "fill": "tozeroy",
+        "fillcolor": _fade(color, 0.12),
+        "hovertext": [f"{r.deployment}: {100 * r.rate:.1f}% ({r.failures}/{r.episodes})"
+                      for r in rows],
+        "hoverinfo": "text",
+    }
+    layout = _layout(64, margin={"l": 2, "r": 2, "t": 4, "b": 4},
+                     xaxis={"visible": False}, yaxis={"visible": False, "rangemode": "tozero"})
+    return _figure([trace], layout)
 
 
-def param_intervals(params: Sequence[SimParam], color: str) -> go.Figure:
-    """Sim range, nominal and estimate (± 1.96 standard errors) for each parameter.
+def param_intervals(params: Sequence[SimParam], color: str) -> Figure:
+    """Sim range, nominal and estimate (± 1.96 standard errors), one strip per parameter.
 
-    Parameters have unrelated units, so the x axis is in units of each sim range:
-    0 is the range's low end and 1 its high end; hover shows the real values.
+    Parameters have unrelated units, so each strip has its own axis, in the parameter's
+    own values. An estimate outside the sim range is ringed in red: the ring is decided
+    from the numbers drawn, so the picture and its legend cannot disagree.
     """
-    names = [p.param for p in params][::-1]  # plotly draws the first category at the bottom
-    ordered = list(params)[::-1]
-    fig = go.Figure(
-        layout=_layout(40 + 34 * len(params), margin={"l": 8, "r": 16, "t": 8, "b": 30})
-    )
-    for p in ordered:
-        fig.add_trace(
-            go.Scatter(
-                x=[0, 1],
-                y=[p.param, p.param],
-                mode="lines",
-                line={"color": "#cbd5e1", "width": 10},
-                hoverinfo="text",
-                hovertext=f"sim range {p.sim_low:.4g} – {p.sim_high:.4g}",
-            )
-        )
-    spread = [_spread(p) for p in ordered]
-    fig.add_trace(
-        go.Scatter(
-            x=[(p.sim_nominal - p.sim_low) / s for p, s in zip(ordered, spread, strict=True)],
-            y=names,
-            mode="markers",
-            name="nominal",
-            marker={"symbol": "line-ns", "size": 14, "line": {"width": 2, "color": "#475569"}},
-            hovertext=[f"nominal {p.sim_nominal:.4g}" for p in ordered],
-            hoverinfo="text",
-        )
-    )
-    errors = [1.96 * _uncertainty(p) / s for p, s in zip(ordered, spread, strict=True)]
-    fig.add_trace(
-        go.Scatter(
-            x=[(p.estimate - p.sim_low) / s for p, s in zip(ordered, spread, strict=True)],
-            y=names,
-            mode="markers",
-            name="estimate",
-            error_x={"type": "data", "array": errors, "color": color, "thickness": 2, "width": 4},
-            marker={
-                "size": 11,
-                "color": color,
-                "line": {
-                    "width": 2,
-                    "color": ["#dc2626" if p.outside_range else "white" for p in ordered],
-                },
-            },
-            hovertext=[_param_hover(p) for p in ordered],
-            hoverinfo="text",
-        )
-    )
-    xs = [(p.estimate - p.sim_low) / s for p, s in zip(ordered, spread, strict=True)]
-    low = min([0.0, *(x - e for x, e in zip(xs, errors, strict=True))])
-    high = max([1.0, *(x + e for x, e in zip(xs, errors, strict=True))])
-    pad = 0.08 * (high - low)  # keep the range ends and their labels inside the plot
-    fig.update_xaxes(
-        range=[low - pad, high + pad],
-        tickvals=[0, 1],
-        ticktext=["sim low", "sim high"],
-        zeroline=False,
-        showgrid=False,
-    )
-    fig.update_yaxes(showgrid=False)
-    return fig
+    n = len(params)
+    row_px, top, bottom = 52, 6, 4
+    height = top + bottom + row_px * n
+    data: list[dict[str, Any]] = []
+    layout = _layout(height, margin={"l": 8, "r": 16, "t": top, "b": bottom})
+    for i, p in enumerate(params):
+        k = "" if i == 0 else str(i + 1)
+        xa, ya = f"x{k}", f"y{k}"
+        err = 1.96 * _uncertainty(p)
+        outside = not p.sim_low <= p.estimate <= p.sim_high
+        low = min(p.sim_low, p.estimate - err)
+        high = max(p.sim_high, p.estimate + err)
+        pad = 0.06 * ((high - low) or 1.0)
+        top_frac = 1 - (top + i * row_px) / height
+        domain = [top_frac - (row_px - 22) / height, top_frac]
+        layout[f"xaxis{k}"] = _axis(anchor=ya, range=_round([low - pad, high + pad]), nticks=6,
+                                    showgrid=False, tickfont={"size": 10}, ticks="outside",
+                                    ticklen=3)
+        layout[f"yaxis{k}"] = _axis(anchor=xa, domain=domain, showgrid=False,
+                                    type="category", fixedrange=True)
+        common = {"xaxis": xa, "yaxis": ya, "hoverinfo": "text"}
+        data.append({**common, "type": "scatter", "x": _round([p.sim_low, p.sim_high], 6),
+                     "y": [p.param, p.param], "mode": "lines", "name": "sim range",
+                     "line": {"color": "#cbd5e1", "width": 10},
+                     "hovertext": f"sim range {fmt_range(p.sim_low, p.sim_high)}"})
+        data.append({**common, "type": "scatter", "x": _round([p.sim_nominal], 6),
+                     "y": [p.param],
+                     "mode": "markers", "name": "nominal",
+                     "marker": {"symbol": "line-ns", "size": 14,
+                                "line": {"width": 2, "color": "#475569"}},
+                     "hovertext": f"nominal {fmt_value(p.sim_nominal, p.sim_low, p.sim_high)}"})
+        data.append({**common, "type": "scatter", "x": _round([p.estimate], 6),
+                     "y": [p.param],
+                     "mode": "markers", "name": "estimate",
+                     "error_x": {"type": "data", "array": _round([err]), "color": color,
+                                 "thickness": 2, "width": 4},
+                     "marker": {"size": 11, "color": color,
+                                "line": {"width": 2.5 if outside else 1.5,
+                                         "color": OUTSIDE_RING if outside else "white"}},
+                     "hovertext": _param_hover(p, err, outside)})
+    return _figure(data, layout)
 
 
-def rate_intervals(trend: ClusterTrend, color: str) -> go.Figure:
+def rate_intervals(trend: ClusterTrend, color: str) -> Figure:
     """Failure rate per deployment (percent of real episodes) with exact 95% intervals."""
     rows = trend.per_deployment
     bounds = [poisson_rate_interval(r.failures, r.episodes) for r in rows]
     y = [100 * r.rate for r in rows]
-    fig = go.Figure(
-        go.Scatter(
-            x=[r.deployment for r in rows],
-            y=y,
-            mode="lines+markers",
-            line={"color": color, "width": 2},
-            marker={"size": 8, "color": color},
-            error_y=_interval_bars(bounds, y, _fade(color, 0.6)),
-            hovertext=[
-                f"{r.deployment}: {100 * r.rate:.2f}% ({r.failures} of {r.episodes} episodes)"
-                f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
-                for r, (lo, hi) in zip(rows, bounds, strict=True)
-            ],
-            hoverinfo="text",
-        ),
-        layout=_layout(260),
-    )
-    fig.update_yaxes(title_text="failures per 100 episodes", rangemode="tozero")
-    fig.update_xaxes(type="category")
-    return fig
+    trace = {
+        "type": "scatter",
+        "x": [r.deployment for r in rows],
+        "y": _round(y),
+        "mode": "lines+markers",
+        "line": {"color": color, "width": 2},
+        "marker": {"size": 8, "color": color},
+        "error_y": _interval_bars(bounds, y, _fade(color, 0.6)),
+        "hovertext": [
+            f"{r.deployment}: {100 * r.rate:.2f}% ({r.failures} of {r.episodes} episodes)"
+            f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
+            for r, (lo, hi) in zip(rows, bounds, strict=True)
+        ],
+        "hoverinfo": "text",
+    }
+    layout = _layout(260, xaxis=_axis(type="category"),
+                     yaxis=_axis(title={"text": "failures per 100 episodes"},
+                                 rangemode="tozero"))
+    return _figure([trace], layout)
 
 
 def signature_heatmap(
     z: np.ndarray, channels: Sequence[str], events: Sequence[str], anchors: Sequence[str]
-) -> go.Figure:
-    """The drift signature: ``z`` of layout ``(n_channels, n_events)``, red = real above sim."""
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.round(z, 3),
-            x=list(range(len(events))),
-            y=list(channels),
-            customdata=np.array([list(anchors)] * len(channels)),
-            text=np.array([list(events)] * len(channels)),
-            colorscale="RdBu",
-            reversescale=True,
-            zmid=0,
-            zmin=-4,
-            zmax=4,
-            colorbar={"title": {"text": "effect (z)"}, "thickness": 10, "len": 0.9},
-            hovertemplate="%{text}<br>%{y}: %{z:.2f}<extra></extra>",
-        ),
-        layout=_layout(max(220, 60 + 16 * len(channels)), margin={"l": 8, "r": 8, "t": 8, "b": 30}),
+) -> Figure:
+    """The drift signature: ``z`` of layout ``(n_channels, n_events)``, red = real above sim.
+
+    The columns are the events (hover names them); ``layout.meta`` holds each column's
+    anchor, which a click opens.
+    """
+    trace = {
+        "type": "heatmap",
+        "z": [_round(row, 3) for row in np.asarray(z, dtype=float)],
+        "x": list(events),
+        "y": list(channels),
+        "colorscale": "RdBu",
+        "reversescale": True,
+        "zmid": 0,
+        "zmin": -4,
+        "zmax": 4,
+        "colorbar": {"title": {"text": "effect (σ)"}, "thickness": 10, "len": 0.9},
+        "hovertemplate": "%{x}<br>%{y}: %{z:.2f}σ<extra></extra>",
+    }
+    layout = _layout(
+        max(220, 60 + 16 * len(channels)), margin={"l": 8, "r": 8, "t": 8, "b": 30},
+        meta=list(anchors),
+        xaxis=_axis(title={"text": f"{len(events)} events (click one to open it)"},
+                    showticklabels=False, type="category"),
+        yaxis=_axis(autorange="reversed", showgrid=False),
     )
-    fig.update_xaxes(
-        title_text=f"{len(events)} events (click one to open it)", showticklabels=False
-    )
-    fig.update_yaxes(autorange="reversed", showgrid=False)
-    return fig
+    return _figure([trace], layout)
 
 
 def cluster_palette(clusters: Sequence[tuple[str, str]]) -> dict[str, tuple[str, str]]:
@@ -249,198 +274,162 @@ def overview_map(
     groups: Sequence[
         tuple[str, tuple[str, str], np.ndarray, np.ndarray, Sequence[str], Sequence[str]]
     ],
-) -> go.Figure:
+) -> Figure:
     """All failures on the signature embedding; one trace per group.
 
     Args:
         groups: ``(label, (colour, symbol), x, y, episode_ids, anchors)`` per cluster,
             unassigned last.
     """
-    fig = go.Figure(
-        layout=_layout(
-            420,
-            showlegend=True,
-            legend={"orientation": "v", "x": 1.01, "y": 1},
-            margin={"l": 8, "r": 8, "t": 8, "b": 8},
-        )
-    )
-    # WebGL only where SVG would be slow: some locked-down machines have no WebGL at all
-    kind = go.Scattergl if sum(len(g[4]) for g in groups) > 5000 else go.Scatter
-    for label, (color, symbol), x, y, ids, anchors in groups:
-        fig.add_trace(
-            kind(
-                x=np.round(x, 4),
-                y=np.round(y, 4),
-                mode="markers",
-                name=label,
-                marker={
-                    "color": color,
-                    "symbol": symbol,
-                    "size": 7,
-                    "opacity": 0.85,
-                    "line": {"width": 0.5, "color": "white"},
-                },
-                text=list(ids),
-                customdata=list(anchors),
-                hovertemplate=f"{label}<br>%{{text}}<extra></extra>",
-            )
-        )
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, scaleanchor="x")
-    return fig
+    data = [
+        {
+            "type": "scatter",
+            "x": _round(x, 3),
+            "y": _round(y, 3),
+            "mode": "markers",
+            "name": label,
+            "marker": {"color": color, "symbol": symbol, "size": 7, "opacity": 0.85,
+                       "line": {"width": 0.5, "color": "white"}},
+            "text": list(ids),
+            "customdata": list(anchors),
+            "hovertemplate": f"{label}<br>%{{text}}<extra></extra>",
+        }
+        for label, (color, symbol), x, y, ids, anchors in groups
+    ]
+    layout = _layout(420, showlegend=True, legend={"orientation": "v", "x": 1.01, "y": 1},
+                     margin={"l": 8, "r": 8, "t": 8, "b": 8}, xaxis={"visible": False},
+                     yaxis={"visible": False, "scaleanchor": "x"})
+    return _figure(data, layout)
 
 
 def breakdown_bars(
     values: Sequence[str], in_cluster: Sequence[float], overall: Sequence[float], color: str
-) -> go.Figure:
+) -> Figure:
     """Share of the cluster's failures per value, beside that value's share of all failures."""
     y = list(values)[::-1]
-    fig = go.Figure(
-        layout=_layout(
-            60 + 26 * len(values),
-            barmode="group",
-            showlegend=True,
-            legend={"orientation": "h", "y": -0.25, "x": 0, "traceorder": "reversed"},
-            margin={"l": 8, "r": 8, "t": 8, "b": 40},
-        )
+    # horizontal groups stack their first trace lowest: the reference comes first
+    data = [
+        {"type": "bar", "y": y, "x": _round([100 * v for v in overall][::-1], 3),
+         "orientation": "h", "name": "all failures", "marker": {"color": "#cbd5e1"},
+         "hovertemplate": "%{y}: %{x:.0f}% of all failures<extra></extra>"},
+        {"type": "bar", "y": y, "x": _round([100 * v for v in in_cluster][::-1], 3),
+         "orientation": "h", "name": "this cluster", "marker": {"color": color},
+         "hovertemplate": "%{y}: %{x:.0f}% of this cluster<extra></extra>"},
+    ]
+    layout = _layout(
+        60 + 26 * len(values), barmode="group", showlegend=True,
+        legend={"orientation": "h", "y": -0.25, "x": 0, "traceorder": "reversed"},
+        margin={"l": 8, "r": 8, "t": 8, "b": 40},
+        xaxis=_axis(ticksuffix="%", rangemode="tozero"),
     )
-    # horizontal groups stack their first trace lowest: add the reference first
-    fig.add_trace(
-        go.Bar(
-            y=y,
-            x=[100 * v for v in overall][::-1],
-            orientation="h",
-            name="all failures",
-            marker={"color": "#cbd5e1"},
-            hovertemplate="%{y}: %{x:.0f}% of all failures<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            y=y,
-            x=[100 * v for v in in_cluster][::-1],
-            orientation="h",
-            name="this cluster",
-            marker={"color": color},
-            hovertemplate="%{y}: %{x:.0f}% of this cluster<extra></extra>",
-        )
-    )
-    fig.update_xaxes(ticksuffix="%", rangemode="tozero")
-    return fig
+    return _figure(data, layout)
 
 
 def trace_overlay(
     channels: Sequence[str],
     series: Mapping[str, Sequence[tuple[str, str, np.ndarray, np.ndarray]]],
     color: str,
-) -> go.Figure:
+    units: Mapping[str, str] | None = None,
+) -> Figure:
     """The real trajectory over its nearest sim rollouts, one row per channel.
 
     Args:
         channels: the channels to draw, top to bottom.
         series: per channel, ``(episode_id, role, t, value)`` for each trajectory; ``t`` is
             seconds relative to the failure, so the failure sits at ``t = 0``.
+        units: channel -> unit (``channels.csv``), shown on each row's axis.
     """
-    fig = make_subplots(
-        rows=len(channels),
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.04,
-        subplot_titles=list(channels),
-    )
-    fig.update_layout(
-        _layout(
-            90 + 130 * len(channels),
-            showlegend=True,
-            legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
-            margin={"l": 48, "r": 16, "t": 36, "b": 36},
-        )
-    )
+    units = units or {}
+    n = len(channels)
+    height = 90 + 130 * n
+    top, bottom, gap = 36, 36, 28
+    row = (height - top - bottom - gap * (n - 1)) / n
+    layout = _layout(height, showlegend=True,
+                     legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1,
+                             "yanchor": "bottom"},
+                     margin={"l": 56, "r": 16, "t": top, "b": bottom})
+    data: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
     shown = {"real": False, "sim": False}
-    for row, channel in enumerate(channels, start=1):
+    for i, channel in enumerate(channels):
+        k = "" if i == 0 else str(i + 1)
+        y_top = 1 - (top + i * (row + gap)) / height
+        y_low = y_top - row / height
+        unit = units.get(channel, "")
+        layout[f"xaxis{k}"] = _axis(anchor=f"y{k}", showticklabels=i == n - 1,
+                                    **({} if i == 0 else {"matches": "x"}),
+                                    **({"title": {"text": "seconds before failure"}}
+                                       if i == n - 1 else {}))
+        layout[f"yaxis{k}"] = _axis(anchor=f"x{k}", domain=[y_low, y_top],
+                                    title={"text": unit or "no unit", "font": {"size": 11}})
+        annotations.append({"text": f"{channel} [{unit}]" if unit else channel,
+                            "x": 0, "xref": "paper", "xanchor": "left", "y": y_top,
+                            "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                            "font": {"size": 12}})
         # sim first, so the real line is drawn on top
         for episode, role, t, v in sorted(series.get(channel, []), key=lambda s: s[1] == "real"):
             real = role == "real"
-            fig.add_trace(
-                go.Scatter(
-                    x=np.round(t, 4),
-                    y=np.round(v, 5),
-                    mode="lines",
-                    name="real failure" if real else "nearest sim",
-                    legendgroup=role,
-                    showlegend=not shown[role],
-                    line={"color": color if real else _MUTED, "width": 2.4 if real else 1.2},
-                    opacity=1.0 if real else 0.7,
-                    hovertemplate=f"{episode}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
-                ),
-                row=row,
-                col=1,
-            )
+            td, vd = decimate(np.asarray(t, float), np.asarray(v, float))
+            suffix = f" {unit}" if unit else ""
+            data.append({
+                "type": "scatter", "x": _round(td, 4), "y": _round(vd, 4),
+                "xaxis": f"x{k}", "yaxis": f"y{k}", "mode": "lines",
+                "name": "real failure" if real else "nearest sim", "legendgroup": role,
+                "showlegend": not shown[role],
+                "line": {"color": color if real else _MUTED, "width": 2.4 if real else 1.2},
+                "opacity": 1.0 if real else 0.7,
+                "hovertemplate": f"{episode}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}{suffix}"
+                                 "<extra></extra>",
+            })
             shown[role] = True
-    fig.add_vline(x=0, line={"color": "#dc2626", "dash": "dash", "width": 1.5})
-    fig.add_annotation(
-        x=0,
-        y=1.0,
-        yref="paper",
-        xref="x",
-        text="failure",
-        showarrow=False,
-        font={"color": "#dc2626"},
-        xanchor="right",
-        yanchor="bottom",
-    )
-    fig.update_annotations(font={"size": 12})
-    fig.update_xaxes(title_text="seconds before failure", row=len(channels), col=1)
-    return fig
+    layout["shapes"] = [{"type": "line", "x0": 0, "x1": 0, "xref": "x", "y0": 0, "y1": 1,
+                         "yref": "paper", "line": {"color": "#dc2626", "dash": "dash",
+                                                   "width": 1.5}}]
+    annotations.append({"text": "failure", "x": 0, "xref": "x", "y": 1, "yref": "paper",
+                        "xanchor": "right", "yanchor": "bottom", "showarrow": False,
+                        "font": {"color": "#dc2626", "size": 12}})
+    layout["annotations"] = annotations
+    return _figure(data, layout)
 
 
-def validation_rates(clusters: Sequence[ValidationCluster]) -> go.Figure:
+def validation_rates(clusters: Sequence[ValidationCluster]) -> Figure:
     """Baseline and candidate rate per cluster, each with an exact 95% interval.
 
-    The two sit a little apart on each cluster's row so their intervals never overlap.
+    Baseline: grey circles; candidate: diamonds coloured by the cluster's verdict (the page
+    prints that key beside the figure). The two sit a little apart on each cluster's row
+    so their intervals never overlap.
     """
     rows = list(clusters)
     n = len(rows)
-    fig = go.Figure(
-        layout=_layout(
-            80 + 52 * n,
-            showlegend=True,
-            legend={"orientation": "h", "y": -0.12, "x": 0},
-            margin={"l": 8, "r": 16, "t": 8, "b": 48},
-        )
-    )
+    data = []
     for label, offset, color in (("baseline", 0.17, "#94a3b8"), ("candidate", -0.17, None)):
         summaries = [c.baseline if label == "baseline" else c.candidate for c in rows]
         bounds = [poisson_rate_interval(s.failures, s.episodes) for s in summaries]
         x = [100 * s.rate for s in summaries]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=[n - 1 - i + offset for i in range(n)],
-                mode="markers",
-                name=label,
-                marker={
-                    "size": 11,
-                    "symbol": "circle" if color else "diamond",
-                    "color": [color or VERDICT_COLORS[c.verdict] for c in rows],
-                },
-                error_x=_interval_bars(bounds, x, color or "#475569"),
-                hovertext=[
-                    f"{c.cluster_id} {label}: {100 * s.rate:.2f}% ({s.failures}/{s.episodes})"
-                    f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
-                    for c, s, (lo, hi) in zip(rows, summaries, bounds, strict=True)
-                ],
-                hoverinfo="text",
-            )
-        )
-    fig.update_xaxes(title_text="failures per 100 episodes", rangemode="tozero")
-    fig.update_yaxes(
-        tickvals=list(range(n)),
-        ticktext=[c.cluster_id for c in rows][::-1],
-        range=[-0.6, n - 0.4],
-        showgrid=False,
+        data.append({
+            "type": "scatter",
+            "x": _round(x),
+            "y": [n - 1 - i + offset for i in range(n)],
+            "mode": "markers",
+            "name": label,
+            "cliponaxis": False,  # a rate of 0 sits on the axis: draw its marker whole
+            "marker": {"size": 11, "symbol": "circle" if color else "diamond",
+                       "color": [color or VERDICT_COLORS[c.verdict] for c in rows]},
+            "error_x": _interval_bars(bounds, x, color or "#475569"),
+            "hovertext": [
+                f"{c.cluster_id} {label}: {100 * s.rate:.2f}% ({s.failures}/{s.episodes})"
+                f"<br>95% interval {100 * lo:.2f}–{100 * hi:.2f}%"
+                for c, s, (lo, hi) in zip(rows, summaries, bounds, strict=True)
+            ],
+            "hoverinfo": "text",
+        })
+    layout = _layout(
+        60 + 52 * n, showlegend=False, margin={"l": 8, "r": 16, "t": 8, "b": 44},
+        xaxis=_axis(title={"text": "failures per 100 episodes"}, rangemode="tozero"),
+        yaxis=_axis(tickvals=list(range(n)), ticktext=[c.cluster_id for c in rows][::-1],
+                    range=[-0.6, n - 0.4], showgrid=False),
     )
-    return fig
+    return _figure(data, layout)
 
 
 def _spread(p: SimParam) -> float:
@@ -456,11 +445,13 @@ def _uncertainty(p: SimParam) -> float:
     return float(value) if isinstance(value, int | float) and np.isfinite(value) else 0.0
 
 
-def _param_hover(p: SimParam) -> str:
-    se = _uncertainty(p)
-    estimate = f"estimate {p.estimate:.4g}" + (f" ± {1.96 * se:.2g}" if se else "")
-    where = "outside the sim range" if p.outside_range else "inside the sim range"
-    return f"{p.param}<br>{estimate} ({where})<br>shift {p.shift:+.2f} ranges from nominal"
+def _param_hover(p: SimParam, err: float, outside: bool) -> str:
+    estimate = f"estimate {fmt_value(p.estimate, p.estimate - err, p.estimate + err)}"
+    if err:
+        estimate += f" ± {err:.2g}"
+    where = "outside the sim range" if outside else "inside the sim range"
+    return (f"{p.param}<br>{estimate} ({where} {fmt_range(p.sim_low, p.sim_high)})"
+            f"<br>shift {p.shift:+.2f} ranges from nominal")
 
 
 def _fade(color: str, alpha: float) -> str:
@@ -478,6 +469,6 @@ def _interval_bars(
         "symmetric": False,
         "color": color,
         "thickness": 1.5,
-        "array": [100 * hi - v for (_, hi), v in zip(bounds, values, strict=True)],
-        "arrayminus": [v - 100 * lo for (lo, _), v in zip(bounds, values, strict=True)],
+        "array": _round([100 * hi - v for (_, hi), v in zip(bounds, values, strict=True)]),
+        "arrayminus": _round([v - 100 * lo for (lo, _), v in zip(bounds, values, strict=True)]),
     }

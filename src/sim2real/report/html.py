@@ -3,27 +3,34 @@
 A page is one document holding every view as a ``.page`` section (overview, one per
 cluster, unassigned failures); a small inline script shows one at a time from the URL
 fragment (``#cluster-C3``, ``#event-...``) and draws each Plotly figure only when it
-scrolls into view, so a big report opens fast. Figures travel as JSON script blocks;
-plotly.js is inlined once (or, for the dashboard, loaded from its own URL).
+scrolls into view, so a big report opens fast. Figures travel as JSON script blocks.
+plotly.js is the partial "cartesian" bundle plotly publishes (every trace type the pages
+draw), inlined once, gzipped and base64-encoded, and unpacked by the browser's own
+``DecompressionStream`` (for the dashboard, loaded from its own URL): a report stays one
+offline file at a third of the bundle's size.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any
 
 import jinja2
-import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+import numpy as np
 
+from sim2real._format import fmt_p
 from sim2real._version import __version__
 from sim2real.report import _views
-from sim2real.report._words import validation_sentence
-from sim2real.report.figures import VERDICT_COLORS, validation_rates
+from sim2real.report._words import p_is, validation_sentence
+from sim2real.report.figures import VERDICT_COLORS, Figure, validation_rates
 
 if TYPE_CHECKING:
     from sim2real.report.snapshot import Report, Validation
@@ -45,20 +52,43 @@ class FigureSet:
 
     items: list[tuple[str, str]] = field(default_factory=list)
 
-    def add(self, fig: go.Figure | None) -> str | None:
+    def add(self, fig: Figure | None) -> str | None:
         """Register ``fig`` and return its id (``None`` passes through: nothing to draw)."""
         if fig is None:
             return None
         fid = f"f{len(self.items)}"
+        text = json.dumps(fig, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                          default=_plain)
         # "<" escaped so no figure text can close the script block that carries it
-        self.items.append((fid, fig.to_json().replace("<", "\\u003c")))
+        self.items.append((fid, text.replace("<", "\\u003c")))
         return fid
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and arrays as JSON values (figures are built from report arrays)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    msg = f"a figure holds a {type(value).__name__}, which JSON cannot carry"
+    raise TypeError(msg)
+
+
+@cache
+def _plotly_gz() -> bytes:
+    """The gzipped plotly.js bundle shipped with sim2real (``tools/update_plotly.sh``)."""
+    return files("sim2real.report").joinpath("static/plotly-cartesian.min.js.gz").read_bytes()
 
 
 @cache
 def plotly_js() -> str:
-    """The plotly.js bundle shipped with the installed plotly package."""
-    return get_plotlyjs()
+    """The plotly.js bundle as JavaScript text (the dashboard serves it at its own URL)."""
+    return gzip.decompress(_plotly_gz()).decode()
+
+
+@cache
+def _plotly_inline() -> str:
+    return base64.b64encode(_plotly_gz()).decode("ascii")
 
 
 def _num(value: object, digits: int = 3) -> str:
@@ -82,6 +112,8 @@ def _env() -> jinja2.Environment:
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{100 * v:.{d}f}%"
     env.filters["signed"] = lambda v, d=2: f"{v:+.{d}f}".replace("-", "−")
     env.filters["num"] = _num
+    env.filters["p"] = fmt_p
+    env.filters["p_is"] = p_is
     return env
 
 
@@ -116,7 +148,7 @@ def _render(
             root_id=context["root_id"],
             standalone=standalone,
             figures=figures.items,
-            plotly_inline=plotly_js() if plotly_src is None else None,
+            plotly_inline=_plotly_inline() if plotly_src is None else None,
             plotly_src=plotly_src,
             nav=list(nav),
             tool_version=__version__,
@@ -182,6 +214,8 @@ def _validation(
         "verdict_colors": VERDICT_COLORS,
         "labels": _views.TAXONOMY_LABELS,
         "colors": _views.TAXONOMY_COLORS,
+        "targets": list(getattr(model, "targets", [])),
+        "taxonomy_of": {c.cluster_id: c.taxonomy for c in model.clusters},
     }
     context: dict[str, object] = {
         "figures": figures,
@@ -220,8 +254,9 @@ def render_runs(
     """The dashboard's list of runs, in the same page frame as the reports.
 
     Args:
-        rows: per run ``name``, ``report_href``, ``validation_href``, ``failures``,
-            ``clusters``, ``deployments``, ``fastest``, ``updated`` and ``error``.
+        rows: per run ``name`` (its folder), ``title`` (what it is), ``report_href``,
+            ``validation_href``, ``failures``, ``clusters``, ``deployments``, ``fastest``,
+            ``verdicts`` (``(cluster_id, verdict)`` pairs), ``updated`` and ``error``.
         root: the served folder, as shown to the user.
         api_href: the link to the API description.
         plotly_src: the URL of plotly.js (no figure here; it keeps the frame identical).

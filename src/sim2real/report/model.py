@@ -60,6 +60,11 @@ class DatasetSummary(_Frozen):
     deployments: list[str] = Field(description="in time order")
     tasks: list[str]
     path: str | None = Field(None, description="extension: the dataset folder analysed")
+    units: dict[str, str] = Field(default_factory=dict,
+                                  description="extension: channel -> unit, where declared")
+    reference_channels: list[str] = Field(
+        default_factory=list,
+        description="extension: channels sim does not record, compared with real successes")
 
 
 class FamilyScores(_Frozen):
@@ -187,3 +192,6 @@ class ValidationModel(_Frozen):
     baseline: list[str]
     candidate: list[str]
     clusters: list[ValidationCluster]
+    targets: list[str] = Field(default_factory=list,
+                               description="extension: the clusters the fix was meant to shrink")
+    dataset: str | None = Field(None, description="extension: the dataset folder validated")

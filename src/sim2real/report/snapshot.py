@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from sim2real._atomic import atomic_files
-from sim2real.errors import ReportError
+from sim2real._atomic import atomic_files, check_target
+from sim2real.errors import ReportError, UsageError
 from sim2real.report.model import ReportModel, ValidationModel
 
-__all__ = ["Report", "Validation"]
+__all__ = ["RUN_FILES", "Report", "Validation", "check_output", "read_previous"]
 
 _M = TypeVar("_M", ReportModel, ValidationModel)
 
@@ -40,6 +40,11 @@ SIGNATURES = "signatures.parquet"
 TRACES = "traces.parquet"
 VALIDATION_JSON = "validation.json"
 VALIDATION_HTML = "validation.html"
+# Every file a run folder may hold: these and the outputs of ``sim2real check`` and
+# ``sim2real calibrate`` (``check.json``, ``calibration.json``). A folder holding anything
+# else is a user's, and an output is never landed over it.
+RUN_FILES = frozenset({REPORT_JSON, REPORT_HTML, SIGNATURES, TRACES, VALIDATION_JSON,
+                       VALIDATION_HTML, "check.json", "calibration.json"})
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,14 @@ class Report:
         return render_report_fragment(self)
 
     def save(self, out: str | Path) -> Path:
-        """Write the run folder; nothing is left half-written if any part fails."""
+        """Write the run folder: it appears whole or not at all, whatever fails or stops.
+
+        Raises:
+            UsageError: ``out`` is a file or a folder of other files (see
+                :func:`check_output`).
+        """
         out = Path(out)
+        check_output(out)
         with atomic_files(out) as stage:
             (stage / REPORT_JSON).write_text(self.to_json(), encoding="utf-8")
             pq.write_table(self.signatures, stage / SIGNATURES)
@@ -113,8 +124,13 @@ class Validation:
         return render_validation_fragment(self)
 
     def save(self, out: str | Path) -> Path:
-        """Write ``validation.json`` and ``validation.html`` into ``out``."""
+        """Write ``validation.json`` and ``validation.html`` into ``out``, both or neither.
+
+        Raises:
+            UsageError: ``out`` is a file or a folder of other files.
+        """
         out = Path(out)
+        check_output(out)
         with atomic_files(out) as stage:
             (stage / VALIDATION_JSON).write_text(self.to_json(), encoding="utf-8")
             (stage / VALIDATION_HTML).write_text(self.to_html(), encoding="utf-8")
@@ -126,12 +142,37 @@ class Validation:
         return cls(model=_read_model(Path(out) / VALIDATION_JSON, ValidationModel))
 
 
+def check_output(out: str | Path) -> None:
+    """Check, before any work, that ``out`` can become a run folder: a new folder, an empty
+    one or an earlier run's (its stale staging folders are removed on the way).
+
+    Raises:
+        UsageError: ``out`` is a file or under one, cannot be written, or holds other files.
+    """
+    check_target(Path(out), RUN_FILES)
+
+
+def read_previous(path: str | Path) -> ReportModel:
+    """An earlier report given as ``--previous``: a ``report.json`` (any name) or its folder.
+
+    Raises:
+        UsageError: it cannot be read as a report (bad input: exit code 2).
+    """
+    path = Path(path)
+    try:
+        return _read_model(path / REPORT_JSON if path.is_dir() else path, ReportModel)
+    except ReportError as err:
+        raise UsageError(f"--previous {err}") from err
+
+
 def _read_model(path: Path, model: type[_M]) -> _M:
     try:
         return model.model_validate_json(path.read_bytes())
     except FileNotFoundError as err:
         msg = f"{path}: no such file; expected the output of a sim2real run"
         raise ReportError(msg) from err
+    except OSError as err:
+        raise ReportError(f"{path}: cannot be read: {err.strerror}") from err
     except ValidationError as err:
         msg = f"{path}: not a valid {model.__name__}: {err.errors()[0]['msg']}"
         raise ReportError(msg) from err
@@ -140,4 +181,7 @@ def _read_model(path: Path, model: type[_M]) -> _M:
 def _read_table(path: Path) -> pa.Table:
     if not path.exists():
         return pa.table({})
-    return pq.read_table(path)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        raise ReportError(f"{path}: cannot be read: {err}") from err

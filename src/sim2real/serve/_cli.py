@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
+import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-__all__ = ["serve"]
+from sim2real._optional import require
+
+__all__ = ["is_local", "serve", "trusted_hosts"]
 
 _LOCAL_NAMES = {"localhost", "ip6-localhost"}
 
@@ -39,33 +44,65 @@ def is_local(host: str) -> bool:
     "--token",
     envvar="SIM2REAL_TOKEN",
     default=None,
-    metavar="TOKEN",
-    help="Secret every request must carry (Bearer header or ?token=); "
-    "also read from SIM2REAL_TOKEN.",
+    is_flag=False,
+    flag_value="",
+    metavar="[TOKEN]",
+    help="Secret every request must carry (Bearer header or ?token=), 16 characters or "
+    "more; --token alone generates one and prints it. Also read from SIM2REAL_TOKEN.",
 )
-def serve(root: Path, host: str, port: int, token: str | None) -> None:
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name requests may give in their Host header, e.g. a reverse proxy's "
+    "(repeat for more). Only the bound address is accepted otherwise.",
+)
+def serve(root: Path, host: str, port: int, token: str | None,
+          allowed_hosts: tuple[str, ...]) -> None:
     """Serve the runs under OUT_OR_WORKSPACE as a live, read-only dashboard.
 
     OUT_OR_WORKSPACE is a run folder (with report.json or validation.json) or a folder of
-    them. Pages at /, the JSON API at /api/... (described at /openapi.json).
+    them. Pages at /, the JSON API at /api/... (described at /docs, offline, and
+    /openapi.json). One line per request is logged on stderr.
     """
+    if token == "":
+        token = secrets.token_urlsafe(24)
+        click.echo(f"token: {token}")
     if not is_local(host) and not token:
         msg = (
             f"--host {host} accepts connections from other machines; "
             "give --token TOKEN (or set SIM2REAL_TOKEN) so only your team gets in"
         )
         raise click.UsageError(msg)
-    try:
-        import uvicorn
+    uvicorn = require("uvicorn", "serve")
+    require("fastapi", "serve")
+    from sim2real.serve.app import ACCESS_LOG, create_app
 
-        from sim2real.serve.app import create_app
-    except ImportError as err:
-        msg = f"the dashboard needs FastAPI and uvicorn: pip install 'sim2real[serve]' ({err})"
-        raise click.ClickException(msg) from err
-    app = create_app(root, token)
+    app = create_app(root, token, allowed_hosts=trusted_hosts(host, allowed_hosts))
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    ACCESS_LOG.addHandler(handler)
+    ACCESS_LOG.setLevel(logging.INFO)
     runs = len(app.state.store.runs())
     click.echo(
         f"serving {runs} run{'s' * (runs != 1)} from {root} at http://{host}:{port}/"
         + (" (token required)" if token else "")
     )
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def trusted_hosts(host: str, extra: Sequence[str] = ()) -> frozenset[str] | None:
+    """The names a request's Host header may give for a server bound to ``host``: that
+    address (with ``localhost`` and the loopback addresses for a local one) and ``extra``.
+    ``None`` (any) for a bind to every interface without ``extra``: there the token guards.
+    """
+    wildcard = host.strip("[]") in ("0.0.0.0", "::", "")
+    if wildcard and not extra:
+        return None
+    names = {h.strip("[]").lower() for h in extra}
+    if not wildcard:
+        names.add(host.strip("[]").lower())
+    if wildcard or is_local(host):
+        names |= {"localhost", "127.0.0.1", "::1"}
+    return frozenset(names)

@@ -17,7 +17,10 @@ from sim2real.errors import ReportError
 from sim2real.report import Report, Validation
 from sim2real.report.snapshot import REPORT_JSON, SIGNATURES, TRACES, VALIDATION_JSON
 
-__all__ = ["Run", "RunStore"]
+__all__ = ["REPORT_FILES", "Run", "RunStore"]
+
+# The files a report is read from.
+REPORT_FILES = (REPORT_JSON, SIGNATURES, TRACES)
 
 _SKIP = {"__pycache__", "node_modules", "site-packages"}
 _MAX_DEPTH = 3
@@ -85,12 +88,17 @@ def discover(root: Path) -> list[Run]:
 
 
 class RunStore:
-    """The runs of one workspace, loaded on demand and reloaded when their files change."""
+    """The runs of one workspace, loaded on demand and reloaded when their files change.
+
+    What is built from a run's files (its models, its rendered pages) is kept until one of
+    those files changes; concurrent requests for the same thing wait for one build.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, str], tuple[tuple[float, ...], object]] = {}
+        self._cache: dict[tuple[str, str], tuple[tuple[tuple[int, int, int], ...], object]] = {}
+        self._building: dict[tuple[str, str], threading.Lock] = {}
 
     def runs(self) -> list[Run]:
         """The runs as they are on disk now."""
@@ -104,38 +112,52 @@ class RunStore:
         """The newest run that holds a report."""
         return next((r for r in self.runs() if r.has_report), None)
 
-    def _stamp(self, run: Run, files: tuple[str, ...]) -> tuple[float, ...]:
-        stamps = []
+    def _stamp(self, run: Run, files: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
+        stamps: list[tuple[int, int, int]] = []
         for f in files:
             path = run.path / f
             if path.is_symlink():
                 msg = f"{run.name}/{f}: a symbolic link; the dashboard reads only plain files"
                 raise ReportError(msg)
-            stamps.append(path.stat().st_mtime_ns if path.exists() else -1.0)
+            try:
+                stat = path.stat()
+            except OSError:  # absent, or removed between the listing and now
+                stamps.append((-1, -1, -1))
+                continue
+            # the inode too: a run saved again is a new folder of new files (or links)
+            stamps.append((stat.st_mtime_ns, stat.st_ino, stat.st_size))
         return tuple(stamps)
 
-    def _cached(
-        self, run: Run, kind: str, files: tuple[str, ...], load: Callable[[Path], object]
+    def cached(
+        self, run: Run, kind: str, files: tuple[str, ...], build: Callable[[], object]
     ) -> object:
+        """``build()``'s result for ``run``, built again only once one of ``files`` changed."""
         stamp = self._stamp(run, files)
         key = (run.name, kind)
         with self._lock:
             hit = self._cache.get(key)
             if hit and hit[0] == stamp:
                 return hit[1]
-        value = load(run.path)
-        with self._lock:
-            self._cache[key] = (stamp, value)
+            gate = self._building.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                hit = self._cache.get(key)
+            if hit and hit[0] == stamp:  # built by the request this one waited for
+                return hit[1]
+            value = build()
+            with self._lock:
+                self._cache[key] = (stamp, value)
         return value
 
     def report(self, run: Run) -> Report:
         """The run's report (raises :class:`ReportError` when it cannot be read)."""
-        value = self._cached(run, "report", (REPORT_JSON, SIGNATURES, TRACES), Report.load)
+        value = self.cached(run, "report", REPORT_FILES, lambda: Report.load(run.path))
         assert isinstance(value, Report)
         return value
 
     def validation(self, run: Run) -> Validation:
         """The run's validation (raises :class:`ReportError` when it cannot be read)."""
-        value = self._cached(run, "validation", (VALIDATION_JSON,), Validation.load)
+        value = self.cached(run, "validation", (VALIDATION_JSON,),
+                            lambda: Validation.load(run.path))
         assert isinstance(value, Validation)
         return value

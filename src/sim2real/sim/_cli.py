@@ -84,7 +84,8 @@ def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | 
 
     \b
     Example:
-      sim2real calibrate demo/dataset --run demo/run --cluster C2 -o demo/run/calibration
+      sim2real calibrate sim2real-demo/dataset --run sim2real-demo/report --cluster C3 \\
+          -o sim2real-demo/calibration
     """
     cfg = CalibrationConfig(popsize=popsize, generations=generations, restarts=restarts,
                             max_episodes=max_episodes, seeds=seeds, widen=widen, seed=seed)
@@ -132,7 +133,8 @@ def check_command(dataset: str | Path, cluster: str | None, episodes: str | None
 
     \b
     Example:
-      sim2real check demo/dataset --run demo/run --cluster C2 --set param.friction=0.2
+      sim2real check sim2real-demo/dataset --run sim2real-demo/report --cluster C3 \\
+          --set param.friction=0.45
     """
     result = run_check(dataset, _assignments(updates), cluster=cluster, episodes=_ids(episodes),
                    run=run, baseline=_assignments(baselines), adapter=adapter, seeds=seeds,

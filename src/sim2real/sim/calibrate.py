@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from sim2real._optional import require
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.dataset.schema import ParamRange
 from sim2real.errors import UsageError
@@ -31,10 +32,6 @@ from sim2real.sim._replay import (
 from sim2real.sim._space import SearchSpace
 from sim2real.sim._target import resolve_target
 from sim2real.sim.adapter import SimulatorAdapter, load_adapter
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # cma warns that matplotlib is missing: we never plot
-    import cma
 
 __all__ = ["Calibration", "CalibrationConfig", "ParamFit", "calibrate"]
 
@@ -237,6 +234,9 @@ def _fit(objective: Any, space: SearchSpace, cfg: CalibrationConfig, restart: in
     # pycma needs two dimensions at least: a lone parameter gets a phantom partner that the
     # objective never reads.
     pad = 1 if n == 1 else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cma warns that matplotlib is missing: we never plot
+        cma = require("cma", "calibrate")
     es = cma.CMAEvolutionStrategy(
         list(x0) + [0.0] * pad, cfg.sigma0,
         {"bounds": [list(lo) + [-1.0] * pad, list(hi) + [1.0] * pad], "popsize": cfg.popsize,

@@ -30,9 +30,17 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
               help="Folder for validation.json and validation.html.")
 @click.option("--previous", type=click.Path(exists=True, path_type=Path),
               help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
+@click.option("--target", "targets", default="",
+              callback=lambda _c, _p, v: [n.strip() for n in v.split(",") if n.strip()],
+              help="Cluster IDs the fix was meant to shrink, comma-separated (e.g. C4; "
+                   "those of --previous): named first in the verdict.")
+@click.option("--skip-bad-episodes", is_flag=True,
+              help="Leave out real failures that cannot be compared (no samples, a "
+                   "failure_time outside them), listed in the warnings, instead of stopping.")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
-             previous: Path | None, quiet: bool) -> None:
+             previous: Path | None, targets: list[str], skip_bad_episodes: bool,
+             quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
     Clusters are learnt on the baseline deployments of DATASET; the candidate
@@ -49,12 +57,13 @@ def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out
       sim2real validate data/ --baseline w05,w06 --candidate w07 -o runs/fix-check \\
           --previous runs/w06/report.json
     """
-    from sim2real.report.snapshot import Report
+    from sim2real.report.snapshot import read_previous
 
     stages = Stages(enabled=not quiet)
-    known = Report.load(previous).model if previous is not None else None
+    known = read_previous(previous) if previous is not None else None
     result = run_validate(dataset, baseline, candidate, out=out, stages=stages,
-                          previous=known)
+                          previous=known, targets=targets,
+                          skip_bad_episodes=skip_bad_episodes)
     if not quiet:
         from sim2real.report.console import print_validation
 

@@ -7,8 +7,9 @@
 3. failures that fit no cluster, on both sides, are clustered together; a group whose
    candidate rate is significantly above its baseline rate is reported as ``new``;
 4. per cluster, the rate ratio candidate / baseline (failures per real episode):
-   exact conditional test (``statsmodels.stats.rates.test_poisson_2indep``,
-   ``method="exact-cond"``), two-sided p-value = twice the smaller one-sided p-value
+   exact conditional test (the candidate's share of the failures is binomial under equal
+   rates: :func:`sim2real.cluster.trend.rate_ratio_pvalue`), two-sided p-value = twice
+   the smaller one-sided p-value
    (the central convention, dual to the interval), and its 95 % interval: the
    Clopper-Pearson interval of the candidate's share of the cluster's failures mapped to a
    rate ratio. Verdicts use Benjamini-Hochberg-adjusted p-values over the clusters
@@ -17,31 +18,31 @@
    ``shrank`` / ``grew`` (significant), ``gone`` (significant, no candidate failure left),
    ``unchanged`` (not significant), ``new`` (step 3).
 5. power: the candidate exposure that would detect a halving of the baseline rate with
-   80 % power (``power_poisson_ratio_2indep``); where unreachable with this baseline, said.
+   80 % power (the Wald test of the log rate ratio, its variance taken under the
+   alternative: Zhu and Lakkis 2014); where unreachable with this baseline, said.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint
-from statsmodels.stats.rates import power_poisson_ratio_2indep, test_poisson_2indep
+from scipy import stats
 
 from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.location import fleet_of
 from sim2real.cluster.taxonomy import label_cluster
+from sim2real.cluster.trend import rate_ratio_pvalue
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
 from sim2real.pipeline import (
     AnalysisConfig,
     Diagnosis,
+    check_analysable,
     diagnose,
     real_episodes,
     score_failures,
@@ -54,7 +55,7 @@ from sim2real.report.model import (
     ValidationCluster,
     ValidationModel,
 )
-from sim2real.report.snapshot import Validation
+from sim2real.report.snapshot import Validation, check_output
 
 __all__ = ["ALPHA", "rate_comparison", "validate"]
 
@@ -73,6 +74,8 @@ def validate(
     out: str | Path | None = None,
     stages: Stages | None = None,
     previous: ReportModel | None = None,
+    targets: Sequence[str] = (),
+    skip_bad_episodes: bool = False,
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -86,10 +89,19 @@ def validate(
         previous: a report whose cluster IDs the baseline clusters keep where they are
             found again (the rule of :func:`sim2real.cluster.identity.assign_ids`), so
             the verdicts speak of the clusters a team already knows.
+        targets: the cluster IDs the fix was meant to shrink (those of ``previous``);
+            recorded, and named first on the page.
+        skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
+            instead of failing (see :func:`~sim2real.dataset.load_dataset`).
+
+    Returns:
+        The verdicts; no clusters when neither side has a real failure.
 
     Raises:
-        UsageError: empty or overlapping deployment lists, or unknown deployments.
-        AnalysisError: no sim rollouts or no baseline failures.
+        UsageError: empty or overlapping deployment lists, unknown deployments, ``out``
+            unfit for a run's outputs (all checked before any work), or failures in the
+            candidate deployments but none in the baseline to compare them with.
+        DatasetError: the dataset breaks the format or has no sim rollouts.
     """
     if not baseline or not candidate:
         raise UsageError("validate needs at least one baseline and one candidate deployment")
@@ -97,12 +109,29 @@ def validate(
     if overlap:
         msg = f"deployment(s) {', '.join(overlap)} are in both --baseline and --candidate"
         raise UsageError(msg)
+    unknown = sorted(set(targets) - {c.cluster_id for c in previous.clusters}) if previous else []
+    if unknown:
+        msg = f"--target {', '.join(unknown)}: no such cluster in the --previous report"
+        raise UsageError(msg)
     config = config or AnalysisConfig()
     stages = stages or Stages(enabled=False)
-    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    if out is not None:
+        check_output(out)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(
+        dataset, skip_bad_episodes=skip_bad_episodes)
     cand_real = real_episodes(ds, candidate)
+    base_real = real_episodes(ds, baseline)
+    check_analysable(ds, base_real)
+    if not any(pc.any(pc.equal(side["outcome"], "failure")).as_py()
+               for side in (base_real, cand_real)):
+        result = Validation(ValidationModel(baseline=list(baseline), candidate=list(candidate),
+                                            clusters=[], targets=list(targets),
+                                            dataset=ds.root.canonical()))
+        if out is not None:
+            result.save(out)
+        return result
     diagnosis = diagnose(ds, config, deployments=baseline, stages=stages)
-    base_n = real_episodes(ds, baseline).num_rows
+    base_n = base_real.num_rows
     cand_n = cand_real.num_rows
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
@@ -138,7 +167,8 @@ def validate(
         next_k += 1
     clusters = _verdicts(tests, base_n, cand_n)
     model = ValidationModel(baseline=list(baseline), candidate=list(candidate),
-                            clusters=clusters)
+                            clusters=clusters, targets=list(targets),
+                            dataset=ds.root.canonical())
     result = Validation(model)
     if out is not None:
         result.save(out)
@@ -177,14 +207,12 @@ def rate_comparison(b: int, e_b: float, c: int, e_c: float) -> tuple[
     """Rate ratio candidate/baseline, its exact 95 % interval, and the two-sided p-value."""
     if b + c == 0:
         return None, None, None, 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        larger = test_poisson_2indep(c, e_c, b, e_b, method="exact-cond",
-                                     alternative="larger").pvalue
-        smaller = test_poisson_2indep(c, e_c, b, e_b, method="exact-cond",
-                                      alternative="smaller").pvalue
+    larger = rate_ratio_pvalue(c, e_c, b, e_b, "greater")
+    smaller = rate_ratio_pvalue(c, e_c, b, e_b, "less")
     p = float(min(1.0, 2 * min(larger, smaller)))
-    lo, hi = proportion_confint(c, b + c, alpha=0.05, method="beta")
+    # Clopper-Pearson interval of the candidate's share of the failures
+    lo = float(stats.beta.ppf(0.025, c, b + 1)) if c > 0 else 0.0
+    hi = float(stats.beta.isf(0.025, c + 1, b)) if b > 0 else 1.0
     odds = e_b / e_c  # share pi of candidate failures -> ratio = pi/(1-pi) * e_b/e_c
     ratio = (c / e_c) / (b / e_b) if b > 0 else None
     ci_low = float(lo / (1 - lo) * odds) if lo < 1 else None
@@ -196,7 +224,7 @@ def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
               e_c: int) -> list[ValidationCluster]:
     raw = [rate_comparison(b, e_b, c, e_c) for _, _, b, c, _ in tests]
     pvals = [r[3] for r in raw]
-    adjusted = multipletests(pvals, method="fdr_bh")[1] if pvals else []
+    adjusted = stats.false_discovery_control(pvals, method="bh") if pvals else []
     out = []
     for (cid, taxonomy, b, c, fresh), (ratio, lo, hi, p), p_adj in zip(tests, raw, adjusted,
                                                                         strict=True):
@@ -232,14 +260,13 @@ def _exposure_needed(b: int, e_b: int) -> int | None:
     if b == 0:
         return None
     rate = b / e_b
+    crit = stats.norm.isf(ALPHA / 2)
 
     def power(n_c: float) -> float:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = power_poisson_ratio_2indep(rate * _EFFECT, rate, n_c, nobs_ratio=e_b / n_c,
-                                             value=1, alpha=ALPHA, alternative="two-sided",
-                                             return_results=False)
-        return float(res)
+        # two-sided Wald test of log(candidate rate / baseline rate) = 0 when the candidate
+        # rate is rate * _EFFECT; the variance of the log ratio is 1/(n_c r_c) + 1/(e_b r_b)
+        shift = abs(np.log(_EFFECT)) / np.sqrt(1 / (n_c * rate * _EFFECT) + 1 / (e_b * rate))
+        return float(stats.norm.sf(crit - shift) + stats.norm.cdf(-crit - shift))
 
     high = float(e_b) * _MAX_FACTOR
     if power(high) < _POWER:
