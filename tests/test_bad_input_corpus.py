@@ -202,6 +202,17 @@ CASES: dict[str, Case] = {
         FAILS + r", row 0: .*failure_time 1000 s outside its samples"),
     "failure_time 1e308": Case(_edit_episodes(lambda e: _set(e, "failure_time", 0, 1e308)), 2,
                                FAILS + r", row 0: .*failure_time 1e\+308 s outside"),
+    "failure_time inf": Case(_edit_episodes(lambda e: _set(e, "failure_time", 0, float("inf"))),
+                             2, r"episodes\.parquet, column 'failure_time', row 0: must be a "
+                             r"finite number"),
+    "param inf": Case(_edit_episodes(lambda e: _set(e, "param.friction", _rows_of(e, "sim")[0],
+                                                    float("inf"))), 2,
+                      r"column 'param\.friction', row 97: value inf is beyond the float32"),
+    "param 1e308": Case(_edit_episodes(lambda e: _set(e, "param.object_mass",
+                                                      _rows_of(e, "sim")[1], 1e308)), 2,
+                        r"column 'param\.object_mass', row 98: value 1e\+308 is beyond"),
+    "ctx number 1e308": Case(_edit_episodes(lambda e: _set(e, "ctx.light_request", 2, -1e308)),
+                             2, r"column 'ctx\.light_request', row 2: value -1e\+308 is beyond"),
     # signals
     "t as text": Case(_edit_signals(lambda s: _set(_as_text(s), "t", 7, "0.1s")), 2,
                       r"part-00000\.parquet, column 't', row 7: cannot read '0\.1s'"),
