@@ -281,6 +281,7 @@ def fit_yardstick(
         warnings.append("channels absent from sim, left out (no real successes to compare "
                         "them against): " + ", ".join(ref_channels))
         ref_channels = []
+    warnings += _tasks_apart(failures, sim, successes, ref_channels)
     # channels sim lacks are otherwise no warning: the report lists them
     # (dataset.reference_channels)
     # Narrowed in place: a copy of the sim channels beside the full grid would double the
@@ -385,6 +386,27 @@ def _grid(ds: Dataset, ids: list[str], channels: Sequence[str], base: TimeBase, 
     check_grid_fits(base, ds.durations, ids, len(channels), str(ds.root))
     t_max = max((ds.durations.get(e, 0.0) for e in ids), default=0.0)
     return build_grid(ds, ids, channels, base.dt, t_max, executor, base.periods.get(source))
+
+
+def _tasks_apart(failures: pa.Table, sim: pa.Table, successes: pa.Table,
+                 ref_channels: Sequence[str]) -> list[str]:
+    """Warnings for real failures of a task that sim never ran (no nearest sim: only their
+    context speaks) or, where some channels are compared with real successes, of a task
+    that has none (those channels say nothing about them)."""
+    tasks = _strings(failures, "task")
+    cases = [(sim, "a task sim never ran", "no nearest sim rollouts, only their context is "
+                                           "compared")]
+    if ref_channels:
+        cases.append((successes, "a task with no real success",
+                      ", ".join(ref_channels) + " not compared for them"))
+    out = []
+    for others, what, effect in cases:
+        apart = ~np.isin(tasks, _strings(others, "task"))
+        if apart.any():
+            names, counts = np.unique(tasks[apart], return_counts=True)
+            listing = ", ".join(f"{t!r} ({n})" for t, n in zip(names, counts, strict=True))
+            out.append(f"{int(apart.sum())} real failure(s) of {what} ({listing}): {effect}")
+    return out
 
 
 def _strings(table: pa.Table, column: str) -> np.ndarray:
