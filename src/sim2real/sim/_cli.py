@@ -10,6 +10,7 @@ import click
 
 from sim2real._atomic import atomic_files
 from sim2real.dataset._cli import DatasetArgument
+from sim2real.sim.adapter import parse_options
 from sim2real.sim.calibrate import CalibrationConfig
 from sim2real.sim.calibrate import calibrate as run_calibration
 from sim2real.sim.check import CHECK_JSON
@@ -34,6 +35,9 @@ def _common(f: Any) -> Any:
         click.option("--run", type=click.Path(exists=True, file_okay=False, path_type=Path),
                      help=_RUN_HELP),
         click.option("--adapter", default="demo", show_default=True, help=_ADAPTER_HELP),
+        click.option("--adapter-option", "adapter_options", multiple=True, metavar="KEY=VALUE",
+                     help="a keyword argument for the adapter's constructor (repeat); the "
+                     "value is read as JSON where it parses, else as a string"),
         click.option("--workers", type=int, help="rollout processes  [default: all cores]"),
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--quiet", is_flag=True, help="no progress bar; print only the result path"),
@@ -70,8 +74,9 @@ def _write(out: Path, name: str, data: dict[str, Any]) -> Path:
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="folder to write calibration.json into")
 def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | None,
-                      run: Path | None, adapter: str, workers: int | None, seed: int,
-                      quiet: bool, params: tuple[str, ...], popsize: int, generations: int,
+                      run: Path | None, adapter: str, adapter_options: tuple[str, ...],
+                      workers: int | None, seed: int, quiet: bool, params: tuple[str, ...],
+                      popsize: int, generations: int,
                       restarts: int, max_episodes: int, seeds: int, widen: float,
                       out: Path) -> None:
     """Fit simulation parameters so that sim reproduces a cluster's real episodes.
@@ -91,7 +96,8 @@ def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | 
                             max_episodes=max_episodes, seeds=seeds, widen=widen, seed=seed)
     # Library errors reach the main group, which prints one line and sets the exit code.
     result = run_calibration(dataset, cluster=cluster, episodes=_ids(episodes), run=run,
-                       params=list(params) or None, adapter=adapter, config=cfg,
+                       params=list(params) or None, adapter=adapter,
+                       adapter_options=parse_options(adapter_options), config=cfg,
                        workers=workers, progress=not quiet)
     path = _write(out, CALIBRATION_JSON, result.to_dict())
     if not quiet:
@@ -119,15 +125,17 @@ def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | 
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="folder to write check.json into  [default: --run, if given]")
 def check_command(dataset: str | Path, cluster: str | None, episodes: str | None, run: Path | None,
-                  adapter: str, workers: int | None, seed: int, quiet: bool,
+                  adapter: str, adapter_options: tuple[str, ...], workers: int | None,
+                  seed: int, quiet: bool,
                   updates: tuple[str, ...], baselines: tuple[str, ...], seeds: int,
                   max_episodes: int, out: Path | None) -> None:
     """Check that a proposed sim update explains a cluster before anyone retrains.
 
-    Replays the cluster's real failures at the current values and with the update, on
-    the same seeds, and reports whether sim now fails as reality did (the replays'
-    failure rate) and how far the events' replay drift falls. An update that leaves the
-    replays succeeding does not explain the cluster, and the verdict says so. Writes
+    Replays the cluster's real episodes at the current values and with the update, on
+    the same seeds. The update explains the cluster when the replays' outcomes match
+    reality's (Fisher's exact test on the failure counts) and their drift falls
+    significantly (a paired test over the replays); how much more often sim fails than
+    before is reported, not required. The verdict says which test failed. Writes
     OUT/check.json; the report's actions pick it up as evidence when it lies in the run
     folder or one of its subfolders.
 
@@ -137,7 +145,8 @@ def check_command(dataset: str | Path, cluster: str | None, episodes: str | None
           --set param.friction=0.45
     """
     result = run_check(dataset, _assignments(updates), cluster=cluster, episodes=_ids(episodes),
-                   run=run, baseline=_assignments(baselines), adapter=adapter, seeds=seeds,
+                   run=run, baseline=_assignments(baselines), adapter=adapter,
+                   adapter_options=parse_options(adapter_options), seeds=seeds,
                    max_episodes=max_episodes, seed=seed, workers=workers, progress=not quiet)
     target = out or run
     path = _write(target, CHECK_JSON, result.to_dict()) if target is not None else None

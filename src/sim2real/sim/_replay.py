@@ -30,7 +30,8 @@ from sim2real.dataset import Dataset
 from sim2real.errors import SimulatorError, UsageError
 from sim2real.sim.adapter import RolloutRequest, SimulatorAdapter
 
-__all__ = ["ReplayBatch", "ReplayRunner", "Scenario", "load_scenarios", "replay_drift"]
+__all__ = ["ReplayBatch", "ReplayRunner", "Scenario", "load_scenarios", "replay_drift",
+           "replay_scores"]
 
 _STATS = ("mean", "std", "min", "max")
 _OUTCOME_SCALE = 0.5  # a flipped outcome weighs like a 2-sigma feature gap
@@ -167,15 +168,25 @@ def replay_drift(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.nd
     as reality does; a plain gap to the replays' mean would favour whatever averages out
     between a chaotic episode's failure modes.
     """
+    return replay_scores(scenarios, batch, scale).mean(axis=2)
+
+
+def replay_scores(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.ndarray
+                  ) -> np.ndarray:
+    """``(n_candidates, n_scenarios, n_seeds)``: each replay's share of the replay drift.
+
+    Replay ``k``'s gap to the real episode less half its mean gap to the other replays;
+    their mean over the seeds is :func:`replay_drift`. Two candidates replayed on the same
+    seeds give paired scores, which is what the counterfactual check tests.
+    """
     real = np.stack([s.real for s in scenarios])[None, :, None]  # (1, n_sc, 1, n_feat)
     feats = batch.features  # (n_cand, n_sc, n_seeds, n_feat)
-    to_real = _rms(feats, real, scale).mean(axis=2)
+    to_real = _rms(feats, real, scale)
     n = feats.shape[2]
     if n < 2:
         return to_real
     pair = _rms(feats[:, :, :, None], feats[:, :, None], scale)  # (.., n_seeds, n_seeds)
-    spread = pair.sum(axis=(2, 3)) / (n * (n - 1))
-    return to_real - 0.5 * spread
+    return to_real - 0.5 * pair.sum(axis=3) / (n - 1)
 
 
 def _run_rollouts(adapter: SimulatorAdapter, requests: Sequence[RolloutRequest],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,7 @@ def calibrate(
     run: str | Path | None = None,
     params: Sequence[str] | None = None,
     adapter: str | SimulatorAdapter = "demo",
+    adapter_options: Mapping[str, object] | None = None,
     config: CalibrationConfig | None = None,
     workers: int | None = None,
     progress: bool = False,
@@ -132,6 +133,7 @@ def calibrate(
         params: parameters to fit (without ``param.``); default: the report's most
             shifted ``sim_params``, else the first two of the dataset.
         adapter: an adapter name, ``module:Class`` or instance.
+        adapter_options: keyword arguments for the adapter's constructor.
         config: the search budget.
         workers: rollout processes (all cores by default).
         progress: show a progress bar on stderr.
@@ -146,7 +148,7 @@ def calibrate(
     start = time.perf_counter()
     cfg = config or CalibrationConfig()
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    sim = load_adapter(adapter)
+    sim = load_adapter(adapter, adapter_options)
     target = resolve_target(ds, cluster=cluster, episodes=episodes, run=run,
                             max_episodes=cfg.max_episodes, seed=cfg.seed, progress=progress)
     names = _param_names(ds, params, target.suggested)
