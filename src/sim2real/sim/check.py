@@ -153,9 +153,10 @@ def check(
     seeds = 1 if is_deterministic(sim) else seeds
     target = resolve_target(ds, cluster=cluster, episodes=episodes, run=run,
                             max_episodes=max_episodes, seed=seed, progress=progress)
-    channels, scale = sim_channels_and_scales(ds, seed)
-    scenarios = load_scenarios(ds, target.episodes, sim, channels)
-    with ReplayRunner(sim, scenarios, channels, seeds, workers=workers, progress=progress,
+    yard = sim_channels_and_scales(ds, seed)
+    scenarios = load_scenarios(ds, target.episodes, sim, yard.channels)
+    scale = yard.scale(scenarios)
+    with ReplayRunner(sim, scenarios, yard.channels, seeds, workers=workers, progress=progress,
                       total=2 * len(scenarios) * seeds, label="counterfactual replays") as runner:
         batch = runner.run([old, old | new])
         rollouts = runner.rollouts
