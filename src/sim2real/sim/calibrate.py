@@ -35,6 +35,7 @@ from sim2real._optional import require
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.dataset.schema import ParamRange
 from sim2real.errors import UsageError
+from sim2real.report.model import ReportModel
 from sim2real.sim._replay import (
     ReplayRunner,
     load_scenarios,
@@ -215,7 +216,7 @@ def calibrate(
     *,
     cluster: str | None = None,
     episodes: Sequence[str] | None = None,
-    run: str | Path | None = None,
+    run: str | Path | ReportModel | None = None,
     params: Sequence[str] | None = None,
     adapter: str | SimulatorAdapter = "demo",
     adapter_options: Mapping[str, object] | None = None,
@@ -229,7 +230,7 @@ def calibrate(
         dataset: the dataset folder (or loaded dataset) the cluster came from.
         cluster: the cluster ID; its events are taken from ``run`` or a fresh analysis.
         episodes: real episode IDs to replay instead of (or within) the cluster.
-        run: an ``analyze`` output folder holding ``report.json``.
+        run: an ``analyze`` output folder holding ``report.json``, or its report.
         params: parameters to fit (without ``param.``); default: the report's most
             shifted ``sim_params``, else the first two of the dataset.
         adapter: an adapter name, ``module:Class`` or instance.

@@ -29,6 +29,7 @@ from scipy import stats
 
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
+from sim2real.report.model import ReportModel
 from sim2real.sim._replay import (
     ReplayRunner,
     load_scenarios,
@@ -112,7 +113,7 @@ def check(
     *,
     cluster: str | None = None,
     episodes: Sequence[str] | None = None,
-    run: str | Path | None = None,
+    run: str | Path | ReportModel | None = None,
     baseline: Mapping[str, float] | None = None,
     adapter: str | SimulatorAdapter = "demo",
     adapter_options: Mapping[str, object] | None = None,
@@ -129,7 +130,7 @@ def check(
         update: parameter -> proposed value (``param.`` prefix optional).
         cluster: the cluster ID; its events come from ``run`` or a fresh analysis.
         episodes: real episode IDs to replay instead of (or within) the cluster.
-        run: an ``analyze`` output folder holding ``report.json``.
+        run: an ``analyze`` output folder holding ``report.json``, or its report.
         baseline: the current values; default the dataset's nominal values.
         adapter: an adapter name, ``module:Class`` or instance.
         adapter_options: keyword arguments for the adapter's constructor.
