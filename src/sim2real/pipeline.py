@@ -15,6 +15,7 @@ from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.location import Fleet, fleet_of
 from sim2real.dataset import Dataset, load_dataset
+from sim2real.dataset.schema import BANK_SOURCES
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
 from sim2real.drift.signature import DriftScorer, SegmentDiff
@@ -32,9 +33,11 @@ __all__ = [
     "Diagnosis",
     "Yardstick",
     "check_analysable",
+    "compared_with",
     "diagnose",
     "fit_yardstick",
     "real_episodes",
+    "reference_warnings",
     "score_failures",
     "sim_episodes",
 ]
@@ -214,17 +217,25 @@ def check_analysable(ds: Dataset, real: pa.Table) -> None:
     Raises:
         DatasetError: no sim episodes, or no real episodes (of the deployments asked for).
     """
-    if not pc.any(pc.equal(ds.episodes["source"], "sim")).as_py():
-        raise DatasetError("no sim episodes (source = sim): matching needs simulation "
-                           "rollouts", file=str(ds.root), column="source")
+    if sim_episodes(ds).num_rows == 0:
+        raise DatasetError("no sim episodes (source = sim), nor normal real runs declared "
+                           "source = reference: matching needs one or the other",
+                           file=str(ds.root), column="source")
     if real.num_rows == 0:
         raise DatasetError("no real episodes (source = real): nothing to analyse",
                            file=str(ds.root), column="source")
 
 
 def sim_episodes(ds: Dataset) -> pa.Table:
-    """The sim rollouts."""
-    return ds.episodes.filter(pc.equal(ds.episodes["source"], "sim"))
+    """The sim rollouts, or the normal real runs that stand in for them (``reference``)."""
+    return ds.episodes.filter(pc.is_in(ds.episodes["source"], value_set=pa.array(BANK_SOURCES)))
+
+
+def compared_with(ds: Dataset) -> str:
+    """What real runs are compared with: ``simulation``, or ``normal operation`` where the
+    dataset declares normal real runs as its reference (no simulator exists)."""
+    reference = pc.any(pc.equal(ds.episodes["source"], "reference")).as_py()
+    return "normal operation" if reference else "simulation"
 
 
 def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.Table:
@@ -302,8 +313,38 @@ def fit_yardstick(
     with stages.stage("calibrate on sim vs sim", 1):
         scorer = _calibrate(bank, matcher, reference, families, len(ref_channels), config, rng,
                             executor)
+    warnings += reference_warnings(ds, sim, failures, config)
     return Yardstick(ds, matcher, reference, scorer, tuple(ordered), len(sim_channels),
                      sys_findings(real), base, durations, tuple(warnings))
+
+
+# Fewer reference episodes per task than this: matches and calibration are rough.
+FEW_REFERENCE = 30
+
+
+def reference_warnings(ds: Dataset, bank: pa.Table, failures: pa.Table,
+                       config: AnalysisConfig) -> list[str]:
+    """What about the reference makes the comparison weak: a window longer than the
+    episodes, very few reference episodes of a task, a reference that never fails."""
+    what = ("normal runs (source = reference)" if compared_with(ds) == "normal operation"
+            else "sim rollouts")
+    out = []
+    lengths = [ds.durations[e] for e in failures["episode_id"].to_pylist()
+               if e in ds.durations]
+    if lengths and config.window_s > float(np.median(lengths)):
+        out.append(f"the analysis window ({config.window_s:g} s) is longer than the failures' "
+                   f"episodes (median {float(np.median(lengths)):.3g} s): every comparison "
+                   "covers whole episodes; a shorter --window compares the moments before "
+                   "the failure")
+    tasks, counts = np.unique(_strings(bank, "task"), return_counts=True)
+    for task, count in zip(tasks.tolist(), counts.tolist(), strict=True):
+        if count < FEW_REFERENCE:
+            out.append(f"task {task!r}: only {count} {what} to compare with (fewer than "
+                       f"{FEW_REFERENCE}): matches and their calibration are rough")
+    if not (_strings(bank, "outcome") == "failure").any():
+        out.append(f"no {what} fail: the reference predicts no failures, so no place is "
+                   "reported as failing more often than it predicts")
+    return out
 
 
 def score_failures(

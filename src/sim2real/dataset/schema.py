@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "BANK_SOURCES",
     "CTX_PREFIX",
     "EPISODES_REQUIRED",
     "FAMILIES",
@@ -22,7 +23,10 @@ __all__ = [
 
 Family = Literal["perception", "dynamics", "policy", "system"]
 FAMILIES: tuple[Family, ...] = ("perception", "dynamics", "policy", "system")
-SOURCES = ("real", "sim")
+SOURCES = ("real", "sim", "reference")
+# What real failures are compared with: sim rollouts or, where no simulator exists, normal
+# real runs declared ``source = reference`` (addition). A dataset holds one or the other.
+BANK_SOURCES = ("sim", "reference")
 OUTCOMES = ("success", "failure")
 EPISODES_REQUIRED = ("episode_id", "source", "task")
 CTX_PREFIX = "ctx."
