@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 
 from sim2real._progress import Stages
+from sim2real._scratch import scratch_folder
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, real_episodes
 from sim2real.report.build import build_report, empty_report, with_check_evidence
@@ -33,6 +34,7 @@ def analyze(
     engine: str | Executor = "local",
     address: str | None = None,
     skip_bad_episodes: bool = False,
+    scratch: str | Path | None = None,
 ) -> Report:
     """Cluster a dataset's real failures by drift signature and report what to fix.
 
@@ -51,6 +53,10 @@ def analyze(
         address: the Ray cluster to join (``auto``, ``ray://head:10001``); ``ray`` only.
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
             (no samples, a ``failure_time`` outside them) instead of failing.
+        scratch: where temporary files go (signals regrouped by episode where the files
+            are not clustered by it, large grids memory-mapped), in a folder of their own
+            removed at the end; default: beside ``out``, else the system's temporary
+            folder. See docs/performance.md.
 
     Returns:
         The :class:`Report`; in a notebook it renders as the HTML report. Without any real
@@ -79,8 +85,10 @@ def analyze(
     else:
         executor = make_executor(engine, address=address) if isinstance(engine, str) \
             else engine
-        diagnosis = diagnose(ds, config, stages=Stages(enabled=progress), executor=executor)
-        report = build_report(diagnosis, old)
+        with scratch_folder(scratch, beside=out) as folder:
+            diagnosis = diagnose(ds, config, stages=Stages(enabled=progress),
+                                 executor=executor, scratch=folder)
+            report = build_report(diagnosis, old)
     if out is not None:
         report = with_check_evidence(report, check_evidence(out))
         report.save(out)
