@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,7 +40,7 @@ from sim2real.dataset.validate import (
 )
 from sim2real.errors import DatasetError
 
-__all__ = ["Dataset", "load_dataset"]
+__all__ = ["Dataset", "load_dataset", "signal_batches"]
 
 
 @dataclass(frozen=True)
@@ -307,6 +307,28 @@ def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
     if layout == "long":
         _fail_first_null(table["channel"], file)
     return table
+
+
+def signal_batches(file: Location, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """One signals file streamed in record batches: those of ``columns`` it holds, its
+    pages checked against their checksums, ``episode_id`` and ``channel`` dictionary-encoded
+    (looked up once per row group's dictionary, not once per sample).
+
+    Raises:
+        DatasetError: the file cannot be read (named).
+    """
+    try:
+        if file.suffix == ".csv":
+            source = _signal_dataset([file])
+        else:
+            options = pads.ParquetReadOptions(dictionary_columns={"episode_id", "channel"})
+            fmt = pads.ParquetFileFormat(read_options=options,
+                                         default_fragment_scan_options=_VERIFY)
+            source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
+        present = [c for c in columns if c in source.schema.names]
+        yield from source.to_batches(columns=present)
+    except (pa.ArrowException, OSError) as err:
+        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
 
 def _schema(file: Location, footer: pq.FileMetaData | None) -> pa.Schema:
