@@ -489,6 +489,9 @@ def _params(root: Location, episodes: pa.Table, warnings: list[str]) -> dict[str
     return params
 
 
+_TARGET_PREFIX = "target."
+
+
 def _read_params_csv(path: Location) -> dict[str, ParamRange]:
     out: dict[str, ParamRange] = {}
     with io.StringIO(path.read_text(), newline="") as f:
@@ -496,17 +499,32 @@ def _read_params_csv(path: Location) -> dict[str, ParamRange]:
         for field in ("param", "low", "high"):
             if field not in (reader.fieldnames or []):
                 raise DatasetError("required column is missing", file=str(path), column=field)
+        targets = [c for c in reader.fieldnames or [] if c.startswith(_TARGET_PREFIX)]
         for row_number, row in enumerate(reader):
             name = row["param"].strip().removeprefix(PARAM_PREFIX)
             try:
                 low, high = float(row["low"]), float(row["high"])
                 nominal = float(row["nominal"]) if row.get("nominal") else (low + high) / 2
+                minimum, maximum = (float(row[c]) if (row.get(c) or "").strip() else None
+                                    for c in ("min", "max"))
             except ValueError as err:
                 raise DatasetError(f"not a number: {err}", file=str(path), row=row_number) from err
             if not low <= nominal <= high:
                 msg = f"expected low <= nominal <= high, got {low}, {nominal}, {high}"
                 raise DatasetError(msg, file=str(path), column="param", row=row_number)
-            out[name] = ParamRange(name, low, high, nominal)
+            if (minimum is not None and minimum > low) or (maximum is not None and maximum < high):
+                msg = (f"physical bounds [{minimum}, {maximum}] must contain the range "
+                       f"[{low}, {high}] sim sampled from")
+                raise DatasetError(msg, file=str(path), column="min" if minimum is not None
+                                   and minimum > low else "max", row=row_number)
+            family = (row.get("family") or "").strip() or None
+            if family is not None and family not in FAMILIES:
+                msg = f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}"
+                raise DatasetError(msg, file=str(path), column="family", row=row_number)
+            where = {c.removeprefix(_TARGET_PREFIX): row[c].strip() for c in targets
+                     if (row.get(c) or "").strip()}
+            out[name] = ParamRange(name, low, high, nominal, minimum, maximum,
+                                   family, where)  # type: ignore[arg-type]
     return out
 
 
