@@ -15,8 +15,8 @@ from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.location import Fleet, fleet_of
 from sim2real.dataset import Dataset, load_dataset
-from sim2real.dataset.schema import BANK_SOURCES
 from sim2real.dataset.regroup import clustering, regroup
+from sim2real.dataset.schema import BANK_SOURCES
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
 from sim2real.drift.signature import DriftScorer, SegmentDiff
