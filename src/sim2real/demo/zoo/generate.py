@@ -144,14 +144,14 @@ def _base_inputs(world: World, task: np.ndarray, rng: np.random.Generator, *,
     if real:  # the network: 20 ms, slowly wandering a few ms
         wander = np.cumsum(rng.normal(0, 0.3, (n, steps)), axis=1)
         latency = 20 + np.clip(wander, -6, 6)
-    bumped = rng.random(n) < 0.05  # knocks sim models too: background failures
+    bumped = rng.random(n) < 0.07  # knocks sim models too: background failures
     return Inputs(
         duration=duration, distance=dock + _Q_PREF + depth, dock=dock,
         tolerance=np.array([o.tolerance for o in world.objects])[obj],
         mass_factor=np.array([o.mass_factor for o in world.objects])[obj],
         grip_factor=np.array([o.grip_factor for o in world.objects])[obj],
         params=params, latency_ms=latency, contact=np.zeros(n, int),
-        contact_at=rng.uniform(0.3, 0.7, n), bump=np.where(bumped, rng.uniform(0.1, 0.6, n), 0.0),
+        contact_at=rng.uniform(0.3, 0.7, n), bump=np.where(bumped, rng.uniform(0.15, 0.8, n), 0.0),
         bump_at=rng.uniform(0.1, 0.9, n), fps=world.fps_real if real else world.fps_sim,
     ), obj
 
@@ -295,32 +295,39 @@ def _episodes(world: World, run: Run, ids: np.ndarray, task: np.ndarray, obj: np
 
 def _signals(world: World, run: Run, ids: np.ndarray, real: bool,
              rng: np.random.Generator) -> list[pa.Table]:
-    """Long-layout parts of ``_BLOCK`` episodes: each channel at its own rate."""
+    """Long-layout parts of ``_BLOCK`` episodes, each channel at its own rate, rows in the
+    ``episode_id, channel, t`` order the dataset writer keeps."""
+    channels = sorted(world.channels, key=lambda c: c.name)
+    names = pa.array([c.name for c in channels])
     parts = []
     for start in range(0, len(ids), _BLOCK):
         rows = slice(start, start + _BLOCK)
         end = run.end[rows]
-        pieces = []
-        for ch in sorted(world.channels, key=lambda c: c.name):
+        eps, codes, stamps, values = [], [], [], []
+        for code, ch in enumerate(channels):
             rate = ch.rate_real if real else ch.rate_sim
             if rate is None:
                 continue
             if ch.role in ("det_conf", "brightness", "target_est", "loc_innov", "held_est"):
-                rate = world.fps_real if real else world.fps_sim
-            every = round(1 / (rate * DT))
-            steps = np.arange(0, run.series[ch.role].shape[1], every)
-            values = run.series[ch.role][rows][:, steps]
+                rate = world.fps_real if real else world.fps_sim  # the camera's frames
+            steps = np.arange(0, run.series[ch.role].shape[1], round(1 / (rate * DT)))
+            series = run.series[ch.role][rows][:, steps]
             t = steps * DT
-            keep = (t[None, :] <= end[:, None] + 1e-9) & np.isfinite(values)
-            ep, k = np.nonzero(keep)
+            ep, k = np.nonzero((t[None, :] <= end[:, None] + 1e-9) & np.isfinite(series))
             stamp = t[k]
             if real:  # a real recorder's clock: a little late, never out of order
                 stamp = np.where(k > 0, stamp + rng.uniform(0, 0.3 * DT, len(k)), stamp)
-            pieces.append(pa.table({
-                "episode_id": pa.array(ids[rows][ep]), "t": pa.array(stamp),
-                "channel": pa.array(np.full(len(ep), ch.name)),
-                "value": pa.array(values[ep, k], pa.float64())}))
-        parts.append(pa.concat_tables(pieces))
+            eps.append(ep)
+            codes.append(np.full(len(ep), code))
+            stamps.append(stamp)
+            values.append(series[ep, k])
+        ep, code, stamp = np.concatenate(eps), np.concatenate(codes), np.concatenate(stamps)
+        order = np.lexsort((stamp, code, ep))
+        parts.append(pa.table({
+            "episode_id": pa.array(ids[rows]).take(pa.array(ep[order])),
+            "t": pa.array(stamp[order]),
+            "channel": names.take(pa.array(code[order])),
+            "value": pa.array(np.concatenate(values)[order], pa.float64())}))
     return parts
 
 
