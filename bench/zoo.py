@@ -81,7 +81,8 @@ def _line(s: WorldScore) -> str:
     if s.no_gap:
         return f"no gap, {'silent' if s.silent else 'NOT silent'} ({s.seconds:.0f} s)"
     right = sum(c.taxonomy_right for c in s.causes)
-    return (f"ARI {s.ari:.2f}, taxonomy {right}/{len(s.causes)}, traps {', '.join(s.traps)} "
+    return (f"ARI {s.ari:.2f} (yardstick {s.yardstick_ari:.2f}), taxonomy "
+            f"{right}/{len(s.causes)}, traps {', '.join(s.traps)} "
             f"({s.seconds:.0f} s)")
 
 
@@ -99,6 +100,7 @@ def table(scores: Sequence[WorldScore], errors: int, title: str) -> str:
     gap = [s for s in scores if not s.no_gap]
     causes = [c for s in scores for c in s.causes]
     ari = [s.ari for s in gap if s.ari is not None]
+    yard = [s.yardstick_ari for s in gap if s.yardstick_ari is not None]
     errs = [abs(c.reduction_error) for c in causes if c.reduction_error is not None]
     lines = [
         f"**{title}**: {len(scores)} worlds ({len(gap)} with a gap, {errors} crashed), "
@@ -107,6 +109,8 @@ def table(scores: Sequence[WorldScore], errors: int, title: str) -> str:
         "| measure | value |", "|---|---|",
         f"| mean ARI (worlds with a gap) | {np.mean(ari):.2f} (min {np.min(ari):.2f}) |"
         if ari else "| mean ARI | – |",
+        f"| yardstick: KMeans on per-failure summaries, true k | {np.mean(yard):.2f} |"
+        if yard else "| yardstick | – |",
         f"| taxonomy | {_pct(_rate(c.taxonomy_right for c in causes))} |",
         f"| top-1 parameter | {_pct(_rate(c.param_right for c in causes))} |",
         f"| outside_range | {_pct(_rate(c.outside_range_right for c in causes))} |",

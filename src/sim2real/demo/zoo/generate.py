@@ -140,8 +140,8 @@ def _base_inputs(world: World, task: np.ndarray, rng: np.random.Generator, *,
     dock = np.array([t.dock for t in world.tasks])[task]
     duration = np.array([t.duration for t in world.tasks])[task] * np.exp(rng.normal(0, 0.04, n))
     steps = int(np.ceil(duration.max() / DT)) + 2
-    latency = None
-    if real:  # the network: 20 ms, slowly wandering a few ms
+    latency = None  # sim's model of the network: a constant 20 ms
+    if real or world.no_gap:  # the network: 20 ms, slowly wandering a few ms
         wander = np.cumsum(rng.normal(0, 0.3, (n, steps)), axis=1)
         latency = 20 + np.clip(wander, -6, 6)
     bumped = rng.random(n) < 0.07  # knocks sim models too: background failures
@@ -321,12 +321,13 @@ def _signals(world: World, run: Run, ids: np.ndarray, real: bool,
             codes.append(np.full(len(ep), code))
             stamps.append(stamp)
             values.append(series[ep, k])
-        ep, code, stamp = np.concatenate(eps), np.concatenate(codes), np.concatenate(stamps)
-        order = np.lexsort((stamp, code, ep))
+        episode, channel = np.concatenate(eps), np.concatenate(codes)
+        stamp = np.concatenate(stamps)
+        order = np.lexsort((stamp, channel, episode))
         parts.append(pa.table({
-            "episode_id": pa.array(ids[rows]).take(pa.array(ep[order])),
+            "episode_id": pa.array(ids[rows]).take(pa.array(episode[order])),
             "t": pa.array(stamp[order]),
-            "channel": names.take(pa.array(code[order])),
+            "channel": names.take(pa.array(channel[order])),
             "value": pa.array(np.concatenate(values)[order], pa.float64())}))
     return parts
 

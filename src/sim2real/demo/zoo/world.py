@@ -268,7 +268,7 @@ def draw_world(seed: int, *, traps: Sequence[str] | None = None, size: float = 1
             ["object", "item_type", "sku_class", "part"])),
         channels=channels, params=params, declare=declare,
         layout=str(rng.choice(["parts", "one_file"])),
-        fps_real=frames[0], fps_sim=frames[1],
+        fps_real=frames[0], fps_sim=frames[0] if no_gap else frames[1],
         deployments=tuple(place_names(str(rng.choice(["w", "rel", "sprint"])), n_dep, rng)),
         robots=tuple(place_names(str(rng.choice(["r", "amr", "bot"])), n_robots, rng)),
         sites=tuple(place_names(str(rng.choice(["site", "dc", "cell"])), n_sites, rng)),
