@@ -23,6 +23,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from sim2real.dataset.ids import EpisodeIndex
 from sim2real.demo.zoo import CauseKey, WorldKey, generate_world
+from sim2real.errors import UsageError
 from sim2real.report.model import ClusterReport, ReportModel, ValidationModel
 
 __all__ = ["MIN_SCORED_FAILURES", "CauseScore", "ScoreCard", "WorldScore", "generate_and_score",
@@ -275,6 +276,10 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
     validation = None
     if key.validate is not None:
         baseline, candidate, _ = key.validate
-        validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
-                                       previous=report).model
+        try:
+            validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
+                                           previous=report).model
+        except UsageError:  # refused (say, no baseline failure): no verdict is right
+            validation = ValidationModel(baseline=list(baseline), candidate=list(candidate),
+                                         clusters=[], dataset=str(key.dataset))
     return score_world(report, key, validation, seconds=time.perf_counter() - start)
