@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -59,22 +59,21 @@ def _one(seed: int, size: float) -> WorldScore | str:
         return f"seed {seed}: " + traceback.format_exc(limit=3)
 
 
-def run(seeds: Sequence[int], workers: int, size: float) -> tuple[list[WorldScore], list[str]]:
-    """Score every seed's world, ``workers`` at a time."""
+def run(seeds: Sequence[int], workers: int, size: float) -> dict[int, WorldScore | str]:
+    """Score every seed's world, ``workers`` at a time (one pool for all, so that one
+    range's slowest worlds do not hold the next range up): seed -> score or crash."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    scores, errors = [], []
+    out: dict[int, WorldScore | str] = {}
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn"),
                              initializer=_limit_threads) as pool:
-        for seed, result in zip(seeds, pool.map(_one, seeds, [size] * len(seeds)),
-                                strict=True):
-            if isinstance(result, str):
-                errors.append(result)
-                print(result, file=sys.stderr)
-            else:
-                scores.append(result)
-                print(f"seed {seed}: {_line(result)}", file=sys.stderr, flush=True)
-    return scores, errors
+        futures = {pool.submit(_one, seed, size): seed for seed in seeds}
+        for future in as_completed(futures):
+            seed, result = futures[future], future.result()
+            out[seed] = result
+            print(result if isinstance(result, str) else f"seed {seed}: {_line(result)}",
+                  file=sys.stderr, flush=True)
+    return out
 
 
 def _line(s: WorldScore) -> str:
@@ -172,12 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ranges = args.seeds or [seed_range("0-39"), seed_range("1000-1039")]
     start = time.perf_counter()
+    done = run([s for seeds in ranges for s in seeds], args.workers, args.size)
     results = []
     for seeds in ranges:
-        scores, errors = run(seeds, args.workers, args.size)
         kind = "held back" if min(seeds) >= _HELD_BACK else "tuned on"
         title = f"Seeds {seeds[0]}-{seeds[-1]} ({kind})"
-        results.append((title, scores, errors))
+        results.append((title, [r for s in seeds if not isinstance(r := done[s], str)],
+                        [r for s in seeds if isinstance(r := done[s], str)]))
     command = "python -m bench.zoo " + " ".join(
         f"--seeds {s[0]}-{s[-1]}" for s in ranges) + f" --workers {args.workers}" + (
         f" --size {args.size:g}" if args.size != 1.0 else "")
