@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -195,7 +195,7 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
     fields = {"tolerance": clean.tolerance.copy(), "mass_factor": clean.mass_factor.copy(),
               "grip_factor": clean.grip_factor.copy(), "distance": clean.distance.copy(),
               "contact": clean.contact.copy()}
-    steps_t = np.arange(0 if latency is None else latency.shape[1]) * DT
+    clock = np.arange(0 if latency is None else latency.shape[1]) * DT  # s, per step
     for c, draw in enumerate(world.causes):
         on = cause == c
         if not on.any():
@@ -212,7 +212,7 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
             for _ in range(2):
                 centre = rng.uniform(0.2, 0.9, len(rows)) * clean.duration[rows]
                 width = rng.uniform(0.3, 0.8, len(rows))
-                bump = np.exp(-0.5 * ((steps_t[None, :] - centre[:, None]) / width[:, None]) ** 2)
+                bump = np.exp(-0.5 * ((clock[None, :] - centre[:, None]) / width[:, None]) ** 2)
                 latency[rows] += 320 * strength[rows, None] * bump
         elif mech == "new_object":
             new = world.new_object
@@ -225,15 +225,16 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
         else:
             fields["contact"][on] = _CONTACT[mech]
     contact_at = clean.contact_at.copy()
-    modes = [c for c, d in enumerate(world.causes) if d.mechanism in _CONTACT]
-    if modes:  # modes of one place meet the same obstacle at about the same spot
-        contact_at[np.isin(cause, modes)] = rng.uniform(0.45, 0.55, int(np.isin(cause,
-                                                                                modes).sum()))
-    return Inputs(**{**clean.__dict__, **fields, "params": params, "latency_ms": latency,
-                     "contact_at": contact_at})
+    # modes of one place meet the same obstacle at about the same spot
+    moded = np.isin(cause, [c for c, d in enumerate(world.causes) if d.mechanism in _CONTACT])
+    contact_at[moded] = rng.uniform(0.45, 0.55, int(moded.sum()))
+    return replace(clean, tolerance=fields["tolerance"], mass_factor=fields["mass_factor"],
+                   grip_factor=fields["grip_factor"], distance=fields["distance"],
+                   contact=fields["contact"], params=params, latency_ms=latency,
+                   contact_at=contact_at)
 
 
-def depth_value(inputs: Inputs) -> np.ndarray:
+def _depth(inputs: Inputs) -> np.ndarray:
     """The ``ctx`` shelf depth of each episode (m)."""
     return inputs.distance - inputs.dock - _Q_PREF
 
@@ -276,7 +277,7 @@ def _episodes(world: World, run: Run, ids: np.ndarray, task: np.ndarray, obj: np
         cols["site"] = pa.nulls(n, pa.string())
     names = np.array([o.name for o in world.objects] + [world.new_object.name])
     cols[f"ctx.{world.object_ctx}"] = pa.array(names[obj])
-    cols[f"ctx.{world.depth[0]}"] = pa.array(np.round(depth_value(inputs), 4))
+    cols[f"ctx.{world.depth[0]}"] = pa.array(np.round(_depth(inputs), 4))
     for p in world.params:
         values = p.scale * inputs.params[:, ROLE_INDEX[p.role]]
         cols[f"param.{p.name}"] = pa.array(values, pa.float64(), mask=~none)
