@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -22,9 +23,11 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
 from sim2real.dataset.ids import EpisodeIndex
-from sim2real.demo.zoo import CauseKey, WorldKey, generate_world
 from sim2real.errors import UsageError
 from sim2real.report.model import ClusterReport, ReportModel, ValidationModel
+
+if TYPE_CHECKING:  # the zoo is imported where a world is generated, not by every demo
+    from sim2real.demo.zoo import CauseKey, WorldKey
 
 __all__ = ["MIN_SCORED_FAILURES", "CauseScore", "ScoreCard", "WorldScore", "generate_and_score",
            "load_answer_key", "score_report", "score_world", "yardstick_ari"]
@@ -267,6 +270,7 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
         with tempfile.TemporaryDirectory(prefix="sim2real-zoo-") as tmp:
             return generate_and_score(seed, tmp, traps=traps, size=size, no_gap=no_gap)
     import sim2real
+    from sim2real.demo.zoo import generate_world
     from sim2real.engine import LocalExecutor
 
     key = generate_world(seed, out_dir, traps=list(traps) if traps else None, size=size,
