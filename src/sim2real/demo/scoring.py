@@ -114,7 +114,8 @@ class CauseScore:
         param_right: the cluster's first sim parameter is the cause's key parameter
             (``None``: the cause has none).
         outside_range_right: the report says the key parameter is outside sim's range
-            exactly when it is (``None``: no key parameter, or the report omits it).
+            exactly when it is; a parameter it does not list is not said to be outside
+            (``None``: the cause has no key parameter).
         action_right: the cluster's first action is of a kind that fits the cause.
         reduction_error: that action's ``expected_reduction`` minus the truth: the share of
             the cluster's failures that disappear when the world is regenerated without
@@ -224,14 +225,15 @@ def _score_cause(cause: CauseKey, cluster_id: str | None, by_id: dict[str, Clust
     cluster = by_id.get(cluster_id) if cluster_id is not None else None
     if cluster is None:
         return CauseScore(cause.name, cause.trap, cause.mechanism, cause.n_failures, None,
-                          False, False if cause.key_param else None, None, False, None)
+                          False, False if cause.key_param else None,
+                          False if cause.outside_range is not None else None, False, None)
     params = cluster.sim_params
     param_right = None if cause.key_param is None else bool(
         params and params[0].param == cause.key_param)
     outside = None
-    entry = next((p for p in params if p.param == cause.key_param), None)
-    if cause.outside_range is not None and entry is not None:
-        outside = entry.outside_range == cause.outside_range
+    if cause.outside_range is not None:  # a parameter the report leaves out is not outside
+        entry = next((p for p in params if p.param == cause.key_param), None)
+        outside = (entry is not None and entry.outside_range) == cause.outside_range
     first = cluster.actions[0] if cluster.actions else None
     truth = sum(key.events.get(e) == cause.name for e in cluster.events) / max(cluster.size, 1)
     return CauseScore(
