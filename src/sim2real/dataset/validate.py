@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from sim2real.dataset.ids import EpisodeIndex, one_run_each
 from sim2real.dataset.schema import (
+    BANK_SOURCES,
     CTX_PREFIX,
     EPISODES_REQUIRED,
     OUTCOMES,
@@ -75,6 +76,10 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     _no_nulls(table, "episode_id", file)
     _unique(table, "episode_id", file)
     _in_vocabulary(table, "source", SOURCES, file)
+    if pc.any(pc.equal(table["source"], "sim")).as_py():
+        _fail_first(pc.equal(table["source"], "reference"),
+                    "a dataset compares real runs with sim rollouts or with normal real runs "
+                    "(reference), not both", file, "source")
     _no_nulls(table, "task", file)
     real = pc.equal(table["source"], "real")
     for column in ("outcome", "deployment", "started_at"):
@@ -89,10 +94,12 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     if "failure_time" in table.column_names:
         bad = pc.less(table["failure_time"], 0.0)
         _fail_first(bad, "must be >= 0 seconds from the episode start", file, "failure_time")
+    # Normal real runs ran with no simulation parameters either.
+    not_sim = pc.not_equal(table["source"], "sim")
     for column in table.column_names:
         if column.startswith(PARAM_PREFIX):
-            _fail_first(pc.and_(real, pc.is_valid(table[column])),
-                        "param.* must be null on real rows", file, column)
+            _fail_first(pc.and_(not_sim, pc.is_valid(table[column])),
+                        "param.* must be null on real rows and reference rows", file, column)
     return table
 
 
@@ -217,7 +224,7 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
     has = spans.count > 0
     length = np.where(has, spans.last - spans.first, np.nan)
     source = np.array(episodes["source"].to_pylist(), dtype=object)
-    typical = [float(np.median(length[has & (source == s)])) for s in ("sim", "real")
+    typical = [float(np.median(length[has & (source == s)])) for s in (*BANK_SOURCES, "real")
                if np.any(has & (source == s))]
     span = LONG_EPISODE * max(max(typical, default=0.0), _MIN_SPAN_S)
     ids = episodes["episode_id"].to_pylist()
@@ -248,9 +255,9 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
         keep = np.ones(episodes.num_rows, dtype=bool)
         keep[rows] = False
         episodes = episodes.filter(pa.array(keep))
-    empty = np.flatnonzero(~has & (source == "sim"))
+    empty = np.flatnonzero(~has & np.isin(source, BANK_SOURCES))
     if empty.size:
-        warnings.append(f"{empty.size} sim episode(s) have no samples: "
+        warnings.append(f"{empty.size} sim or reference episode(s) have no samples: "
                         + ", ".join(repr(ids[r]) for r in empty[:5])
                         + (", ..." if empty.size > 5 else ""))
     return episodes, span, warnings

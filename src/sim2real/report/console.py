@@ -60,8 +60,9 @@ def print_report(report: Report, out: Path, console: Console | None = None) -> N
                      f"{c.confidence:.0%}", str(c.size), growth, action])
     columns = [("cluster", "left"), ("cause", "left"), ("conf.", "right"),
                ("failures", "right"), ("rate change", "left"), ("first action", "left")]
+    legend = " (* fastest growing)" if model.fastest_growing is not None else ""
     title = (f"{_count(model.dataset.failures, 'real failure')}, "
-             f"{_count(len(model.clusters), 'cluster')} (* fastest growing)")
+             f"{_count(len(model.clusters), 'cluster')}{legend}")
     _print(console, _table(title, columns, rows))
     unassigned = sum(1 for e in model.events if e.cluster_id is None)
     if unassigned:
