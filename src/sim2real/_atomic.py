@@ -5,7 +5,8 @@ folders in one ``renameat2(RENAME_EXCHANGE)`` where the system has it (Linux), s
 a crash or a kill at any instant finds the whole old folder or the whole new one. Where
 there is no such call, two renames: a kill between them leaves the old folder under a
 hidden name, which the next write puts back. A staging folder is locked while its run
-lives; the next write beside it removes those whose run died.
+lives; the next write beside it removes those whose run died, and so do the scratch
+folders of killed runs (:func:`locked_folder`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locks, stale folders are left alone
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["atomic_files", "check_target", "link_tree"]
+__all__ = ["SCRATCH_PREFIX", "atomic_files", "check_target", "link_tree", "locked_folder",
+           "remove_dead"]
 
 _STAGING = ".tmp"
+# A run's temporary files (sim2real._scratch); beside the output folder by default.
+SCRATCH_PREFIX = ".sim2real-scratch-"
 _OLD = ".old"
 _RENAME_EXCHANGE = 2
 
@@ -150,26 +154,27 @@ def _new_staging(target: Path) -> tuple[Path, int | None]:
             continue
     if target.is_dir():
         staging.chmod(target.stat().st_mode & 0o7777)
+    return staging, locked_folder(staging)
+
+
+def locked_folder(folder: Path) -> int | None:
+    """Lock ``folder`` for as long as this process lives (or until the returned descriptor
+    is closed): :func:`remove_dead` leaves it alone meanwhile, and removes it once the
+    process died without cleaning up (a kill)."""
     if fcntl is None:  # pragma: no cover
-        return staging, None
-    lock = os.open(staging, os.O_RDONLY)
+        return None
+    lock = os.open(folder, os.O_RDONLY)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return staging, lock
+    return lock
 
 
-def _clean_stale(target: Path) -> None:
-    """Remove the staging folders of dead runs beside ``target``; put back a target that a
-    kill between the two renames of :func:`_swap`'s fallback left under its hidden name."""
+def remove_dead(parent: Path, pattern: str) -> None:
+    """Remove the folders of ``parent`` matching ``pattern`` that no live run has locked."""
     if fcntl is None:  # pragma: no cover
         return
-    for old in sorted(target.parent.glob(f".{glob.escape(target.name)}.*{_OLD}")):
-        if target.exists():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.rename(target)
-    for staging in target.parent.glob(f".{glob.escape(target.name)}.*{_STAGING}"):
+    for folder in parent.glob(pattern):
         try:
-            fd = os.open(staging, os.O_RDONLY)
+            fd = os.open(folder, os.O_RDONLY)
         except OSError:
             continue
         try:
@@ -178,7 +183,22 @@ def _clean_stale(target: Path) -> None:
             continue  # a live run's
         finally:
             os.close(fd)
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _clean_stale(target: Path) -> None:
+    """Remove the staging and scratch folders of dead runs beside ``target``; put back a
+    target that a kill between the two renames of :func:`_swap`'s fallback left under its
+    hidden name."""
+    if fcntl is None:  # pragma: no cover
+        return
+    for old in sorted(target.parent.glob(f".{glob.escape(target.name)}.*{_OLD}")):
+        if target.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.rename(target)
+    remove_dead(target.parent, f".{glob.escape(target.name)}.*{_STAGING}")
+    remove_dead(target.parent, f"{SCRATCH_PREFIX}*")
 
 
 def _swap(staging: Path, target: Path) -> None:

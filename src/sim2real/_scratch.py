@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from sim2real._atomic import SCRATCH_PREFIX, locked_folder, remove_dead
 from sim2real.errors import UsageError
 
 __all__ = ["scratch_folder"]
@@ -30,8 +33,15 @@ def scratch_folder(folder: str | Path | None = None,
     try:
         if where is not None:
             where.mkdir(parents=True, exist_ok=True)
-        scratch = tempfile.TemporaryDirectory(prefix=".sim2real-scratch-", dir=where)
+        # Locked while this run lives: a killed run's folder is removed by the next run.
+        path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=where))
+        lock = locked_folder(path)
     except OSError as err:
         raise UsageError(f"{where}: cannot make a scratch folder there: {err}") from err
-    with scratch as path:
-        yield Path(path)
+    remove_dead(path.parent, f"{SCRATCH_PREFIX}*")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
