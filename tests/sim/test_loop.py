@@ -42,7 +42,7 @@ def test_loop_puts_checked_evidence_on_the_action(tmp_path: Path, named: bool) -
     assert c.sim_check.fitted["gain"] == pytest.approx(TRUE_GAIN, rel=0.1)
     assert c.sim_check.candidates <= 40 and c.sim_check.failures_after == 5
     evidence = c.actions[0].evidence
-    assert evidence is not None and evidence.startswith("attribution Sim replay (toy")
+    assert evidence is not None and evidence.startswith("attribution. Sim replay (toy")
     assert "replay reproduces the events: 5 of 5 replays fail, reality 5 of 5" in evidence
 
 

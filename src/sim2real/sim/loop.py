@@ -100,5 +100,6 @@ def _tested(c: ClusterReport) -> int | None:
 
 
 def _with_evidence(action: Action, text: str) -> Action:
-    joined = f"{action.evidence} {text}" if action.evidence else text
+    before = (action.evidence or "").rstrip()
+    joined = f"{before}{'' if before.endswith('.') else '.'} {text}" if before else text
     return action.model_copy(update={"evidence": joined})
