@@ -42,11 +42,11 @@ def test_installed_package_is_found_by_name(tmp_path: Path) -> None:
 
 def test_check_accepts_the_true_masses_and_rejects_wrong_ones(tmp_path: Path) -> None:
     nominal = {"torso_mass": 4.8, "thigh_mass": 3.1, "leg_mass": 3.5, "foot_mass": 3.9}
-    fleet = hopper_fleet(tmp_path / "hop", nominal, n_real=4, n_sim=12, seed=3)
-    real = [f"real-{i:03d}" for i in range(4)]
+    fleet = hopper_fleet(tmp_path / "hop", nominal, n_real=5, n_sim=12, seed=3)
+    real = [f"real-{i:03d}" for i in range(5)]
     sim = load_adapter("sim2real_hopper.adapter:HopperAdapter")
     true = check(fleet, TRUTH, episodes=real, adapter=sim, workers=1)
-    assert true.reproduces and true.drift_after < 0.01 and true.failures_after == 4
+    assert true.reproduces and true.drift_after < 0.01 and true.failures_after == 5
     heavy = check(fleet, {k: 1.8 * v for k, v in TRUTH.items()}, episodes=real, adapter=sim,
                   workers=1)
     assert not heavy.reproduces

@@ -51,11 +51,15 @@ __all__ = ["Calibration", "CalibrationConfig", "ParamFit", "Plan", "calibrate", 
 
 _DISAGREE = 0.25  # fits further apart than this (range units) disagree
 _PROBE = 0.35  # range units a parameter is moved to measure the curvature
-_FLAT = 0.03  # relative change of the discrepancy below which it counts as unchanged
-_FLOOR = 0.01  # ...and absolute: a hundredth of the sim rollouts' own spread
+# A change of the discrepancy below this share of its value at nominal counts as none: the
+# yardstick is what the fit has to explain, whatever the objective's own scale.
+_FLAT = 0.03
 _EDGE = 0.03  # a fit within this share of the search box's width from a bound is on its edge
 _DEFAULT_PARAMS = 2  # parameters fitted when neither the user nor a report names them
-_MIN_GENERATIONS = 4  # per fit, the scan included, before a second restart is worth it
+# Generations per fit (the scan included) per parameter, plus a base, before a second
+# restart is worth its share of the budget: a fit cut shorter stops before it converges,
+# and two unconverged fits only disagree (4 parameters, 16 generations: budget 269+).
+_GENERATIONS_PER_PARAM, _MIN_GENERATIONS = 3, 4
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ class CalibrationConfig:
         budget: candidate evaluations in all (see :func:`plan`); each replays
             ``max_episodes`` episodes ``seeds`` times.
         restarts: independent fits, each a scan of the search box then CMA-ES from its
-            best point; ``None`` chooses 2 where the budget allows, else 1.
+            best point; ``None`` chooses 2 where the budget gives each fit at least
+            ``4 + 3 * n_params`` generations, else 1.
         max_episodes: real episodes replayed (a seeded subset of a bigger cluster).
         seeds: replays per episode and candidate (sensor noise seeds); 1 for an adapter
             that declares ``deterministic = True``.
@@ -116,7 +121,8 @@ def plan(budget: int, n_params: int, restarts: int | None = None) -> Plan:
         return (budget - fixed - 2 * r) // (r * p)
 
     if restarts is None:
-        restarts = 2 if generations(2, popsize) >= _MIN_GENERATIONS else 1
+        enough = _MIN_GENERATIONS + _GENERATIONS_PER_PARAM * n_params
+        restarts = 2 if generations(2, popsize) >= enough else 1
     if restarts < 1:
         raise UsageError(f"--restarts must be at least 1, got {restarts}")
     while generations(restarts, popsize) < 2 and popsize > 4:
@@ -292,9 +298,9 @@ def calibrate(
         d_probe = per_episode(probes)
         rollouts = runner.rollouts
     d_before = float(d_offers[0].mean())
-    results = _param_fits(space, fits, best, d_probe, np.array(steps), cfg.widen)
+    tol = _FLAT * max(d_before, 1e-9)
+    results = _param_fits(space, fits, best, d_probe, np.array(steps), cfg.widen, tol)
     notes = [f"{p.param}: {p.note}" for p in results if p.note]
-    tol = max(_FLAT * best.d, _FLOOR)
     falling = [r + 1 for r, f in enumerate(fits) if _still_falling(f.history, tol)]
     if falling:
         notes.append(f"the discrepancy was still falling when the budget ran out (fit "
@@ -384,10 +390,12 @@ def _still_falling(history: Sequence[float], tol: float) -> bool:
 
 
 def _param_fits(space: SearchSpace, fits: Sequence[_Fit], best: _Fit, d_probe: np.ndarray,
-                steps: np.ndarray, widen: float) -> list[ParamFit]:
-    """Per parameter: value, uncertainty (curvature and between fits), flags and advice."""
+                steps: np.ndarray, widen: float, tol: float) -> list[ParamFit]:
+    """Per parameter: value, uncertainty (curvature and between fits), flags and advice.
+
+    ``tol``: the smallest change of the discrepancy that counts.
+    """
     lo, hi = space.bounds()
-    tol = max(_FLAT * best.d, _FLOOR)
     equal = all(f.d - best.d <= tol for f in fits)
     out = []
     for i, r in enumerate(space.ranges):
