@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 
 from sim2real._progress import Stages
+from sim2real._scratch import scratch_folder
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, real_episodes
 from sim2real.report.build import build_report, empty_report, with_check_evidence
@@ -40,6 +41,7 @@ def analyze(
     adapter_options: Mapping[str, object] | None = None,
     calibration: CalibrationConfig | None = None,
     sim_clusters: int = 2,
+    scratch: str | Path | None = None,
 ) -> Report:
     """Cluster a dataset's real failures by drift signature and report what to fix.
 
@@ -66,6 +68,10 @@ def analyze(
         calibration: each calibration's budget (``budget`` candidate evaluations) and
             comparison.
         sim_clusters: how many clusters to calibrate.
+        scratch: where temporary files go (signals regrouped by episode where the files
+            are not clustered by it, large grids memory-mapped), in a folder of their own
+            removed at the end; default: beside ``out``, else the system's temporary
+            folder. See docs/performance.md.
 
     Returns:
         The :class:`Report`; in a notebook it renders as the HTML report. Without any real
@@ -96,8 +102,10 @@ def analyze(
     else:
         executor = make_executor(engine, address=address) if isinstance(engine, str) \
             else engine
-        diagnosis = diagnose(ds, config, stages=Stages(enabled=progress), executor=executor)
-        report = build_report(diagnosis, old)
+        with scratch_folder(scratch, beside=out) as folder:
+            diagnosis = diagnose(ds, config, stages=Stages(enabled=progress),
+                                 executor=executor, scratch=folder)
+            report = build_report(diagnosis, old)
         if sim is not None:
             from sim2real.sim.loop import close_loop  # late: only a replaying run needs it
 

@@ -121,10 +121,11 @@ def event_families(sig: Signatures, rows: np.ndarray | None = None) -> np.ndarra
 
 def _where(rows: np.ndarray, robots: np.ndarray, sites: np.ndarray) -> str:
     parts = []
-    for label, values in (("site", sites[rows]), ("robot", robots[rows])):
-        counts = Counter(v for v in values if v is not None)
-        if not counts:
+    for label, every in (("site", sites), ("robot", robots)):
+        # Where every failure happened at one place, being concentrated there says nothing.
+        if len({v for v in every if v is not None}) < 2:
             continue
+        counts = Counter(v for v in every[rows] if v is not None)
         top = [v for v, c in counts.most_common(3) if c >= 0.2 * len(rows)]
         share = sum(counts[v] for v in top) / len(rows)
         if top and share >= 0.6 and len(top) < len(counts) + (len(counts) == 1):
@@ -166,9 +167,11 @@ def _explain(
         return (f"Infrastructure, not the policy: {lead} versus real successes{config}. "
                 f"Fix it before retraining.{located}")
     other = "dynamics" if family == "perception" else "perception"
-    if medians[other] >= SIGNIFICANT:
-        relation = f"deviates before {other} ({medians[other]:.1f}x)"
+    if other not in sig.channel_families:  # no channel of it: nothing to compare
+        relation = ""
+    elif medians[other] >= SIGNIFICANT:
+        relation = f", deviates before {other} ({medians[other]:.1f}x)"
     else:
-        relation = f"while {other} matches sim ({medians[other]:.1f}x)"
-    return (f"{family.capitalize()} differs from the nearest sim rollouts: {lead}, "
+        relation = f", while {other} matches sim ({medians[other]:.1f}x)"
+    return (f"{family.capitalize()} differs from the nearest sim rollouts: {lead}"
             f"{relation}.{located}")

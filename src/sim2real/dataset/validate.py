@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from sim2real.dataset.ids import EpisodeIndex, one_run_each
 from sim2real.dataset.schema import (
+    BANK_SOURCES,
     CTX_PREFIX,
     EPISODES_REQUIRED,
     OUTCOMES,
@@ -75,6 +76,10 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     _no_nulls(table, "episode_id", file)
     _unique(table, "episode_id", file)
     _in_vocabulary(table, "source", SOURCES, file)
+    if pc.any(pc.equal(table["source"], "sim")).as_py():
+        _fail_first(pc.equal(table["source"], "reference"),
+                    "a dataset compares real runs with sim rollouts or with normal real runs "
+                    "(reference), not both", file, "source")
     _no_nulls(table, "task", file)
     real = pc.equal(table["source"], "real")
     for column in ("outcome", "deployment", "started_at"):
@@ -89,10 +94,12 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     if "failure_time" in table.column_names:
         bad = pc.less(table["failure_time"], 0.0)
         _fail_first(bad, "must be >= 0 seconds from the episode start", file, "failure_time")
+    # Normal real runs ran with no simulation parameters either.
+    not_sim = pc.not_equal(table["source"], "sim")
     for column in table.column_names:
         if column.startswith(PARAM_PREFIX):
-            _fail_first(pc.and_(real, pc.is_valid(table[column])),
-                        "param.* must be null on real rows", file, column)
+            _fail_first(pc.and_(not_sim, pc.is_valid(table[column])),
+                        "param.* must be null on real rows and reference rows", file, column)
     return table
 
 
@@ -217,7 +224,7 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
     has = spans.count > 0
     length = np.where(has, spans.last - spans.first, np.nan)
     source = np.array(episodes["source"].to_pylist(), dtype=object)
-    typical = [float(np.median(length[has & (source == s)])) for s in ("sim", "real")
+    typical = [float(np.median(length[has & (source == s)])) for s in (*BANK_SOURCES, "real")
                if np.any(has & (source == s))]
     span = LONG_EPISODE * max(max(typical, default=0.0), _MIN_SPAN_S)
     ids = episodes["episode_id"].to_pylist()
@@ -248,9 +255,9 @@ def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
         keep = np.ones(episodes.num_rows, dtype=bool)
         keep[rows] = False
         episodes = episodes.filter(pa.array(keep))
-    empty = np.flatnonzero(~has & (source == "sim"))
+    empty = np.flatnonzero(~has & np.isin(source, BANK_SOURCES))
     if empty.size:
-        warnings.append(f"{empty.size} sim episode(s) have no samples: "
+        warnings.append(f"{empty.size} sim or reference episode(s) have no samples: "
                         + ", ".join(repr(ids[r]) for r in empty[:5])
                         + (", ..." if empty.size > 5 else ""))
     return episodes, span, warnings
@@ -340,7 +347,25 @@ def _normalise(table: pa.Table, file: str) -> pa.Table:
         if target is None or column.type == target:
             continue
         table = table.set_column(i, name, _cast(column, target, file, name))
+    _finite_numbers(table, file)
     return table
+
+
+def _finite_numbers(table: pa.Table, file: str) -> None:
+    """``failure_time`` is finite where given; ``param.*`` and numeric ``ctx.*`` values fit
+    the float32 range (an ``inf`` would make every distance and range inf, silently)."""
+    for name in table.column_names:
+        column = table[name]
+        if name == "failure_time":
+            x = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            inf = np.flatnonzero(np.isinf(x))
+            if inf.size:
+                raise DatasetError(f"must be a finite number of seconds (or empty: at the "
+                                   f"episode's end), got {x[inf[0]]:g}", file=file,
+                                   column=name, row=int(inf[0]))
+        elif name.startswith(PARAM_PREFIX) or (name.startswith(CTX_PREFIX)
+                                               and pa.types.is_floating(column.type)):
+            check_values(column, file, name)
 
 
 def _cast(

@@ -18,7 +18,7 @@ from sim2real.cluster.trend import Trend, fit_trend
 from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
 from sim2real.match.matcher import window_times
-from sim2real.pipeline import Diagnosis
+from sim2real.pipeline import Diagnosis, compared_with
 from sim2real.report.model import (
     Action,
     ClusterReport,
@@ -82,11 +82,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     robots = _column(diagnosis.events, "robot_id")
     sites = _column(diagnosis.events, "site")
     evidence = param_evidence(diagnosis)  # the parameter inference, fitted once
+    # "More failures than sim predicts at <place>" says something only where places differ
+    # (more than one cell) and the reference fails at all (else it predicts none anywhere).
+    informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        label = label_cluster(diagnosis.signatures, rows, robots, sites,
-                              diagnosis.clusterer.hot_places(index))
+        places = diagnosis.clusterer.hot_places(index) if informative else []
+        label = label_cluster(diagnosis.signatures, rows, robots, sites, places)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)
@@ -172,6 +175,8 @@ def _summary(dataset: Dataset, failures: int,
     return DatasetSummary(
         episodes_real=pc.sum(pc.equal(source, "real")).as_py() or 0,
         episodes_sim=pc.sum(pc.equal(source, "sim")).as_py() or 0,
+        episodes_reference=pc.sum(pc.equal(source, "reference")).as_py() or 0,
+        compared_with=compared_with(dataset),
         failures=failures,
         deployments=list(dataset.deployments),
         tasks=sorted(set(episodes["task"].to_pylist())),
@@ -239,6 +244,7 @@ def _cluster(diagnosis: Diagnosis, f: ClusterFinding, cluster_id: str,
         sim_params=[SimParam.model_validate(p.as_dict()) for p in f.params],
         actions=f.actions,
         lifecycle=lifecycle,  # type: ignore[arg-type]
+        sim_check=None,
         family_scores={k: round(v, 4) for k, v in f.label.family_medians.items()},
     )
 

@@ -60,8 +60,9 @@ def print_report(report: Report, out: Path, console: Console | None = None) -> N
                      f"{c.confidence:.0%}", str(c.size), growth, action])
     columns = [("cluster", "left"), ("cause", "left"), ("conf.", "right"),
                ("failures", "right"), ("rate change", "left"), ("first action", "left")]
+    legend = " (* fastest growing)" if model.fastest_growing is not None else ""
     _print(console, _table(f"{model.dataset.failures} real failures, {len(model.clusters)} "
-                           "clusters (* fastest growing)", columns, rows))
+                           f"clusters{legend}", columns, rows))
     unassigned = sum(1 for e in model.events if e.cluster_id is None)
     if unassigned:
         console.print(f"{unassigned} failures fit no cluster (cluster_id null).")

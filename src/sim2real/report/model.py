@@ -65,6 +65,13 @@ class DatasetSummary(_Frozen):
     reference_channels: list[str] = Field(
         default_factory=list,
         description="extension: channels sim does not record, compared with real successes")
+    compared_with: str = Field(
+        "simulation",
+        description="extension: what real failures are compared with: 'simulation' (sim "
+                    "rollouts) or 'normal operation' (normal real runs declared source = "
+                    "reference; no parameter attribution)")
+    episodes_reference: int = Field(
+        0, description="extension: normal real runs declared source = reference")
 
 
 class FamilyScores(_Frozen):
