@@ -36,8 +36,8 @@ def test_recovers_dim_light_beyond_the_range(demo: Demo) -> None:
     assert result.discrepancy_after < result.discrepancy_before
     assert light.std is not None and light.std > 0 and len(light.fits) == 2
     # the budget bought 2 restarts x 4 generations x 6 + 2 x 2 offers + nominal + 4 probes
-    assert result.plan == {"budget": 57, "restarts": 2, "popsize": 6, "generations": 4,
-                           "candidates": 57}
+    assert result.plan == {"budget": 57, "screening": 0, "restarts": 2, "popsize": 6,
+                           "generations": 4, "candidates": 57}
     assert result.rollouts == 3 * 57
 
 
@@ -112,3 +112,12 @@ def test_disagreeing_fits_not_converged_unless_equally_good() -> None:
     twin = _Fit(np.array([-1.0]), 1.0, per_ep, [2.0, 1.0])
     (fit,) = _param_fits(space, [good, twin], good, probe, steps, 4.0, 0.06)
     assert not fit.identifiable and fit.note is not None and "equally well" in fit.note
+
+
+def test_unnamed_parameters_are_screened_within_the_budget(tmp_path: Path) -> None:
+    dataset = toy_dataset(tmp_path / "toy")
+    result = calibrate(dataset, episodes=real_ids(), adapter=ToyAdapter(),
+                       config=CalibrationConfig(budget=40), workers=1)
+    assert result.plan["screening"] == 5 and result.plan["candidates"] <= 40
+    assert set(result.screened) == {"gain"} and result.screened["gain"] < result.discrepancy_before
+    assert result.rollouts == 5 * result.plan["candidates"]
