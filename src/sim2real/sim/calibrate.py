@@ -271,13 +271,14 @@ def calibrate(
     objective = resolve_objective(cfg.objective, sim)
     screening = 0 if params else screening_cost(len(ds.params))
     # A budget the fit cannot spend is an error before any work (the analysis included).
-    plan(cfg.budget, len(params) if params else _DEFAULT_PARAMS, cfg.restarts, screening)
+    n_default = min(_DEFAULT_PARAMS, len(ds.params))
+    plan(cfg.budget, len(params) if params else n_default, cfg.restarts, screening)
     target = resolve_target(ds, cluster=cluster, episodes=episodes, run=run,
                             max_episodes=cfg.max_episodes, seed=cfg.seed, progress=progress)
     names = _param_names(ds, params, target.suggested)
     if names:
         screening = 0
-    how = plan(cfg.budget, len(names) or _DEFAULT_PARAMS, cfg.restarts, screening)
+    how = plan(cfg.budget, len(names) or n_default, cfg.restarts, screening)
     yard = sim_channels_and_scales(ds, cfg.seed)
     scenarios = load_scenarios(ds, target.episodes, sim, yard.channels, objective)
     scale = yard.scale(scenarios)
