@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from sim2real._atomic import scratch_beside
 from sim2real.errors import UsageError
 
 __all__ = ["scratch_folder"]
@@ -25,13 +26,17 @@ def scratch_folder(folder: str | Path | None = None,
     Raises:
         UsageError: the folder cannot be made there.
     """
-    where = Path(folder) if folder is not None else (
-        Path(beside).absolute().parent if beside is not None else None)
-    try:
-        if where is not None:
-            where.mkdir(parents=True, exist_ok=True)
-        scratch = tempfile.TemporaryDirectory(prefix=".sim2real-scratch-", dir=where)
-    except OSError as err:
-        raise UsageError(f"{where}: cannot make a scratch folder there: {err}") from err
-    with scratch as path:
-        yield Path(path)
+    with contextlib.ExitStack() as stack:
+        try:
+            if folder is None and beside is not None:
+                # Beside the output, locked: the next run there removes it if this one is killed.
+                path = stack.enter_context(scratch_beside(Path(beside)))
+            else:
+                if folder is not None:
+                    Path(folder).mkdir(parents=True, exist_ok=True)
+                path = Path(stack.enter_context(tempfile.TemporaryDirectory(
+                    prefix=".sim2real-scratch-", dir=folder)))
+        except OSError as err:
+            where = folder if folder is not None else Path(beside or ".").absolute().parent
+            raise UsageError(f"{where}: cannot make a scratch folder there: {err}") from err
+        yield path
