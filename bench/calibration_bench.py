@@ -118,13 +118,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", choices=["demo", "arm"])
     parser.add_argument("--out", type=Path, default=Path("/tmp/s2r-calibration-bench"))
-    parser.add_argument("--popsize", type=int, default=8)
-    parser.add_argument("--generations", type=int, default=8)
+    parser.add_argument("--budget", type=int, default=137, help="candidate evaluations")
     parser.add_argument("--episodes", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=2)
     args = parser.parse_args()
-    budget = CalibrationConfig(popsize=args.popsize, generations=args.generations, restarts=2,
-                               max_episodes=args.episodes,
+    budget = CalibrationConfig(budget=args.budget, restarts=2, max_episodes=args.episodes,
                                seeds=args.seeds if args.which == "demo" else 1)
     rows = (bench_demo if args.which == "demo" else bench_arm)(args.out, budget)
     for row in rows:

@@ -202,6 +202,17 @@ CASES: dict[str, Case] = {
         FAILS + r", row 0: .*failure_time 1000 s outside its samples"),
     "failure_time 1e308": Case(_edit_episodes(lambda e: _set(e, "failure_time", 0, 1e308)), 2,
                                FAILS + r", row 0: .*failure_time 1e\+308 s outside"),
+    "failure_time inf": Case(_edit_episodes(lambda e: _set(e, "failure_time", 0, float("inf"))),
+                             2, r"episodes\.parquet, column 'failure_time', row 0: must be a "
+                             r"finite number"),
+    "param inf": Case(_edit_episodes(lambda e: _set(e, "param.friction", _rows_of(e, "sim")[0],
+                                                    float("inf"))), 2,
+                      r"column 'param\.friction', row 97: value inf is beyond the float32"),
+    "param 1e308": Case(_edit_episodes(lambda e: _set(e, "param.object_mass",
+                                                      _rows_of(e, "sim")[1], 1e308)), 2,
+                        r"column 'param\.object_mass', row 98: value 1e\+308 is beyond"),
+    "ctx number 1e308": Case(_edit_episodes(lambda e: _set(e, "ctx.light_request", 2, -1e308)),
+                             2, r"column 'ctx\.light_request', row 2: value -1e\+308 is beyond"),
     # signals
     "t as text": Case(_edit_signals(lambda s: _set(_as_text(s), "t", 7, "0.1s")), 2,
                       r"part-00000\.parquet, column 't', row 7: cannot read '0\.1s'"),
@@ -354,6 +365,34 @@ def test_skip_bad_episodes_lists_and_leaves_them_out(base: Path, tmp_path: Path)
     assert len(report["events"]) == 23
     assert any("left out (--skip-bad-episodes)" in w and victim in w
                for w in report["warnings"])
+
+
+def _move_to_task(task: str, failures: int, sims: int) -> Mutation:
+    """The first ``failures`` real failures and ``sims`` sim rollouts become ``task``."""
+    def retask(episodes: pa.Table) -> pa.Table:
+        tasks = episodes["task"].to_pylist()
+        for r in (_rows_of(episodes, "real", "failure")[:failures]
+                  + _rows_of(episodes, "sim")[:sims]):
+            tasks[r] = task
+        return episodes.set_column(episodes.column_names.index("task"), "task",
+                                   pa.array(tasks))
+    return _edit_episodes(retask)
+
+
+@pytest.mark.parametrize(("sims", "warned"), [
+    (20, "3 real failure(s) of a task with no real success ('other' (3)): loop_latency_ms"),
+    (0, "3 real failure(s) of a task sim never ran ('other' (3)): no nearest sim rollouts"),
+])
+def test_failures_of_a_task_without_successes_or_sim(base: Path, tmp_path: Path, sims: int,
+                                                     warned: str) -> None:
+    """A task whose real episodes all failed (a traceback before), or that sim never ran:
+    analysed, and said."""
+    report, _ = _analyze(base, tmp_path, _move_to_task("other", 3, sims))
+    assert any(w.startswith(warned) for w in report["warnings"]), report["warnings"]
+    moved = [e for e in report["events"] if e["task"] == "other"]
+    assert len(moved) == 3 and len(report["events"]) == 24
+    assert all(np.isfinite(e["drift_score"]) and e["drift_score"] >= 0 for e in moved)
+    assert all(bool(e["nearest_sim"]) == (sims > 0) for e in moved)
 
 
 def test_t_written_as_numbers_in_text_is_read(base: Path, tmp_path: Path) -> None:

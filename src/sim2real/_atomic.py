@@ -28,9 +28,10 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locks, stale folders are left alone
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["atomic_files", "check_target", "link_tree"]
+__all__ = ["atomic_files", "check_target", "link_tree", "scratch_beside"]
 
 _STAGING = ".tmp"
+_SCRATCH = ".scratch"
 _OLD = ".old"
 _RENAME_EXCHANGE = 2
 
@@ -138,11 +139,27 @@ def _relative_files(root: Path) -> frozenset[str]:
                      if not p.is_dir() or p.is_symlink())
 
 
-def _new_staging(target: Path) -> tuple[Path, int | None]:
+@contextlib.contextmanager
+def scratch_beside(target: Path) -> Iterator[Path]:
+    """A hidden folder beside ``target`` for one run's temporary files, removed when the
+    block ends; locked like a staging folder, so the next run beside ``target`` removes it
+    if this run is killed."""
+    target = _real(Path(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch, lock = _new_staging(target, _SCRATCH)
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
+
+
+def _new_staging(target: Path, suffix: str = _STAGING) -> tuple[Path, int | None]:
     """A fresh hidden folder beside ``target`` (made like any folder, so the umask applies;
     an existing target's permissions carry over), locked for as long as this run lives."""
     while True:
-        staging = target.with_name(f".{target.name}.{secrets.token_hex(6)}{_STAGING}")
+        staging = target.with_name(f".{target.name}.{secrets.token_hex(6)}{suffix}")
         try:
             staging.mkdir()
             break
@@ -158,8 +175,9 @@ def _new_staging(target: Path) -> tuple[Path, int | None]:
 
 
 def _clean_stale(target: Path) -> None:
-    """Remove the staging folders of dead runs beside ``target``; put back a target that a
-    kill between the two renames of :func:`_swap`'s fallback left under its hidden name."""
+    """Remove the staging and scratch folders of dead runs beside ``target``; put back a
+    target that a kill between the two renames of :func:`_swap`'s fallback left under its
+    hidden name."""
     if fcntl is None:  # pragma: no cover
         return
     for old in sorted(target.parent.glob(f".{glob.escape(target.name)}.*{_OLD}")):
@@ -167,7 +185,8 @@ def _clean_stale(target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.rename(target)
-    for staging in target.parent.glob(f".{glob.escape(target.name)}.*{_STAGING}"):
+    for staging in [*target.parent.glob(f".{glob.escape(target.name)}.*{_STAGING}"),
+                    *target.parent.glob(f".{glob.escape(target.name)}.*{_SCRATCH}")]:
         try:
             fd = os.open(staging, os.O_RDONLY)
         except OSError:

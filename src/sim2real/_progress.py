@@ -34,3 +34,8 @@ class Stages:
             task = progress.add_task(name, total=total)
             yield
             progress.update(task, completed=total)
+
+    def note(self, message: str) -> None:
+        """One line of what was decided and why (how the signals are read), dimmed."""
+        if self.enabled:
+            Console(stderr=True).print(f"[dim]{message}[/dim]", highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,11 +10,14 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 
 from sim2real._progress import Stages
+from sim2real._scratch import scratch_folder
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, real_episodes
 from sim2real.report.build import build_report, empty_report, with_check_evidence
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report, check_output, read_previous
+from sim2real.sim.adapter import SimulatorAdapter, load_adapter
+from sim2real.sim.calibrate import CalibrationConfig
 from sim2real.sim.check import check_evidence
 
 if TYPE_CHECKING:
@@ -33,6 +37,11 @@ def analyze(
     engine: str | Executor = "local",
     address: str | None = None,
     skip_bad_episodes: bool = False,
+    adapter: str | SimulatorAdapter | None = None,
+    adapter_options: Mapping[str, object] | None = None,
+    calibration: CalibrationConfig | None = None,
+    sim_clusters: int = 2,
+    scratch: str | Path | None = None,
 ) -> Report:
     """Cluster a dataset's real failures by drift signature and report what to fix.
 
@@ -51,6 +60,18 @@ def analyze(
         address: the Ray cluster to join (``auto``, ``ray://head:10001``); ``ray`` only.
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
             (no samples, a ``failure_time`` outside them) instead of failing.
+        adapter: a simulator adapter (name, ``module:Class`` or instance): the
+            ``sim_clusters`` most urgent clusters whose actions name a parameter are then
+            calibrated on it and the fit checked (:mod:`sim2real.sim.loop`); the result is
+            each cluster's ``sim_check`` and its action's evidence. ``None``: no replays.
+        adapter_options: keyword arguments for the adapter's constructor.
+        calibration: each calibration's budget (``budget`` candidate evaluations) and
+            comparison.
+        sim_clusters: how many clusters to calibrate.
+        scratch: where temporary files go (signals regrouped by episode where the files
+            are not clustered by it, large grids memory-mapped), in a folder of their own
+            removed at the end; default: beside ``out``, else the system's temporary
+            folder. See docs/performance.md.
 
     Returns:
         The :class:`Report`; in a notebook it renders as the HTML report. Without any real
@@ -61,6 +82,7 @@ def analyze(
         UsageError: ``previous`` cannot be read, or ``out`` cannot receive the report
             (both checked before any work).
         InputError: ``engine="ray"`` without Ray installed.
+        SimulatorError: the adapter cannot be loaded or a rollout fails.
     """
     from sim2real.engine import make_executor
 
@@ -70,6 +92,7 @@ def analyze(
     if out is not None:
         check_output(out)
     old = _previous(previous)
+    sim = load_adapter(adapter, adapter_options) if adapter is not None else None
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(
         dataset, skip_bad_episodes=skip_bad_episodes)
     real = real_episodes(ds)
@@ -79,8 +102,15 @@ def analyze(
     else:
         executor = make_executor(engine, address=address) if isinstance(engine, str) \
             else engine
-        diagnosis = diagnose(ds, config, stages=Stages(enabled=progress), executor=executor)
-        report = build_report(diagnosis, old)
+        with scratch_folder(scratch, beside=out) as folder:
+            diagnosis = diagnose(ds, config, stages=Stages(enabled=progress),
+                                 executor=executor, scratch=folder)
+            report = build_report(diagnosis, old)
+        if sim is not None:
+            from sim2real.sim.loop import close_loop  # late: only a replaying run needs it
+
+            report = close_loop(ds, report, sim, config=calibration, clusters=sim_clusters,
+                                progress=progress)
     if out is not None:
         report = with_check_evidence(report, check_evidence(out))
         report.save(out)

@@ -85,10 +85,22 @@ def main() -> None:
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")
+@click.option("--adapter", default=None,
+              help="A simulator adapter (an installed name such as demo, or module:Class): "
+                   "calibrate the most urgent clusters' identified parameter by replaying their "
+                   "events, check the fit, and put both in the report.")
+@click.option("--adapter-option", "adapter_options", multiple=True, metavar="KEY=VALUE",
+              help="A keyword argument for the adapter's constructor (repeat).")
+@click.option("--budget", type=click.IntRange(min=1), default=120, show_default=True,
+              help="With --adapter: candidate evaluations per calibrated cluster.")
+@click.option("--sim-clusters", type=click.IntRange(min=1), default=2, show_default=True,
+              help="With --adapter: how many clusters to calibrate, most urgent first.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
             window_s: float, min_cluster_size: int | None, rate_hz: float | None, engine: str,
-            address: str | None, skip_bad_episodes: bool, quiet: bool) -> None:
+            address: str | None, skip_bad_episodes: bool, adapter: str | None,
+            adapter_options: tuple[str, ...], budget: int, sim_clusters: int,
+            quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -112,14 +124,20 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
       sim2real analyze fleet/ -o out-w09/ --previous out/report.json
       sim2real analyze fleet/ -o out/ --engine ray --address auto
       sim2real analyze s3://telemetry/fleet-2026-11 -o out/ --engine ray
+      sim2real analyze fleet/ -o out/ --adapter my_sim --budget 200
     """
     from sim2real.api import analyze as run_analyze
     from sim2real.pipeline import AnalysisConfig
+    from sim2real.sim import CalibrationConfig
+    from sim2real.sim.adapter import parse_options
 
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
                             min_cluster_size=min_cluster_size, seed=seed, rate_hz=rate_hz)
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
-                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes)
+                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes,
+                         adapter=adapter, adapter_options=parse_options(adapter_options),
+                         calibration=CalibrationConfig(budget=budget, seed=seed),
+                         sim_clusters=sim_clusters)
     if not quiet:
         from sim2real.report.console import print_report
 

@@ -15,6 +15,7 @@ from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.location import Fleet, fleet_of
 from sim2real.dataset import Dataset, load_dataset
+from sim2real.dataset.regroup import clustering, regroup
 from sim2real.dataset.schema import BANK_SOURCES
 from sim2real.drift.compute import QuerySet, Reference, Signatures, compare, signatures
 from sim2real.drift.evidence import SysFinding, context_novelty, sys_findings
@@ -32,6 +33,7 @@ __all__ = [
     "AnalysisConfig",
     "Diagnosis",
     "Yardstick",
+    "by_episode",
     "check_analysable",
     "compared_with",
     "diagnose",
@@ -90,6 +92,7 @@ class Yardstick:
         time: the time grid's step and each source's channel periods.
         durations: every episode's last sample time.
         warnings: what had to be guessed or skipped.
+        scratch: where large grids are memory-mapped (``None``: in memory).
     """
 
     dataset: Dataset
@@ -102,6 +105,7 @@ class Yardstick:
     time: TimeBase
     durations: Mapping[str, float]
     warnings: tuple[str, ...]
+    scratch: Path | None = None
 
     @property
     def dt(self) -> float:
@@ -163,6 +167,8 @@ def diagnose(
     deployments: Sequence[str] | None = None,
     stages: Stages | None = None,
     executor: Executor | None = None,
+    scratch: Path | None = None,
+    also: Sequence[str] = (),
 ) -> Diagnosis:
     """Load, match, score and cluster every real failure of a dataset.
 
@@ -173,6 +179,12 @@ def diagnose(
         stages: progress display.
         executor: where the heavy stages run (signal shards, chunks of matches); ``None``
             runs them in this process. The result does not depend on it.
+        scratch: an empty folder for temporary files: signals not clustered by episode
+            are regrouped there in one pass (:mod:`sim2real.dataset.regroup`), and large
+            grids memory-mapped. ``None``: such signals are read by ID, grids held in memory.
+            The result does not depend on it.
+        also: episodes read later with this diagnosis' yardstick (``validate``'s candidate
+            failures): regrouped with the rest.
 
     Raises:
         DatasetError: the dataset breaks the format, or has no sim or no real episodes.
@@ -186,8 +198,16 @@ def diagnose(
     if failures.num_rows == 0:
         which = f" of {', '.join(deployments)}" if deployments is not None else ""
         raise UsageError(f"{ds.root}: no real failures{which} to analyse")
-    yardstick = fit_yardstick(ds, real, config, stages, executor)
     successes = _baseline_successes(real, failures, config)
+    if scratch is not None:
+        reference = _sample_per_task(real.filter(pc.equal(real["outcome"], "success")),
+                                     config.reference_successes,
+                                     np.random.default_rng(config.seed))  # as fit_yardstick
+        ds = by_episode(ds, [*sim_episodes(ds)["episode_id"].to_pylist(),
+                             *failures["episode_id"].to_pylist(),
+                             *successes["episode_id"].to_pylist(),
+                             *reference["episode_id"].to_pylist(), *also], scratch, stages)
+    yardstick = fit_yardstick(ds, real, config, stages, executor, scratch)
     # Read with the failures: their rows share row groups, so they cost no second pass.
     sig, grid, ends = score_failures(yardstick, failures, config, stages, executor,
                                      also=successes["episode_id"].to_pylist())
@@ -256,9 +276,23 @@ def real_episodes(ds: Dataset, deployments: Sequence[str] | None = None) -> pa.T
     return real.filter(pc.is_in(real["deployment"], value_set=pa.array(list(deployments))))
 
 
+def by_episode(ds: Dataset, episode_ids: Sequence[str], scratch: Path,
+               stages: Stages) -> Dataset:
+    """``ds``, its signals regrouped by episode into ``scratch`` unless they are clustered
+    already; the progress display says which, and why."""
+    layout = clustering(ds.signal_files)
+    if layout.clustered:
+        stages.note(f"signals: {layout.why}")
+        return ds
+    stages.note(f"signals not clustered by episode ({layout.why}): the "
+                f"{len(set(episode_ids)):,} episodes analysed are regrouped in one pass")
+    with stages.stage("regroup signals by episode", 1):
+        return regroup(ds, episode_ids, scratch / "signals")
+
+
 def fit_yardstick(
     ds: Dataset, real: pa.Table, config: AnalysisConfig, stages: Stages,
-    executor: Executor | None = None,
+    executor: Executor | None = None, scratch: Path | None = None,
 ) -> Yardstick:
     """Resample the sim rollouts, fit the matcher and calibrate the scores.
 
@@ -268,6 +302,7 @@ def fit_yardstick(
         config: analysis settings.
         stages: progress display.
         executor: runs signal shards and chunks of null comparisons; ``None``: here.
+        scratch: where large grids are memory-mapped; ``None``: in memory.
 
     Raises:
         DatasetError: the dataset has no sim rollouts.
@@ -284,7 +319,7 @@ def fit_yardstick(
         base = time_base(ds, {"sim": sim_ids, "real": failures["episode_id"].to_pylist()},
                          channels, config.rate_hz)
         durations = ds.durations
-        sim_full = _grid(ds, sim_ids, channels, base, "sim", executor)
+        sim_full = _grid(ds, sim_ids, channels, base, "sim", executor, scratch)
     in_sim = sim_full.recorded()
     sim_channels = [c for c, ok in zip(channels, in_sim, strict=True) if ok]
     ref_channels = [c for c, ok in zip(channels, in_sim, strict=True) if not ok]
@@ -292,6 +327,7 @@ def fit_yardstick(
         warnings.append("channels absent from sim, left out (no real successes to compare "
                         "them against): " + ", ".join(ref_channels))
         ref_channels = []
+    warnings += _tasks_apart(failures, sim, successes, ref_channels)
     # channels sim lacks are otherwise no warning: the report lists them
     # (dataset.reference_channels)
     # Narrowed in place: a copy of the sim channels beside the full grid would double the
@@ -305,7 +341,7 @@ def fit_yardstick(
     if ref_channels:
         kept = _sample_per_task(successes, config.reference_successes, rng)
         ids = kept["episode_id"].to_pylist()
-        reference = Reference(_grid(ds, ids, ref_channels, base, "real", executor),
+        reference = Reference(_grid(ds, ids, ref_channels, base, "real", executor, scratch),
                               _strings(kept, "task"))
     ordered = sim_channels + ref_channels
     families = tuple(ds.channels[c].family for c in ordered)
@@ -314,7 +350,7 @@ def fit_yardstick(
                             executor)
     warnings += reference_warnings(ds, sim, failures, config)
     return Yardstick(ds, matcher, reference, scorer, tuple(ordered), len(sim_channels),
-                     sys_findings(real), base, durations, tuple(warnings))
+                     sys_findings(real), base, durations, tuple(warnings), scratch)
 
 
 # Fewer reference episodes per task than this: matches and calibration are rough.
@@ -362,7 +398,7 @@ def score_failures(
     ids = failures["episode_id"].to_pylist()
     channels = list(yardstick.channels)
     read = ids + list(also)
-    grid = _grid(ds, read, channels, yardstick.time, "real", executor)
+    grid = _grid(ds, read, channels, yardstick.time, "real", executor, yardstick.scratch)
     ends = _floats(failures, "failure_time")
     ends = np.where(np.isfinite(ends), ends, grid.durations[: len(ids)])
     queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
@@ -421,11 +457,34 @@ def _calibrate(
 
 
 def _grid(ds: Dataset, ids: list[str], channels: Sequence[str], base: TimeBase, source: str,
-          executor: Executor | None) -> SignalGrid:
-    """The episodes ``ids`` of ``source`` on the time grid, once it is known to fit."""
-    check_grid_fits(base, ds.durations, ids, len(channels), str(ds.root))
+          executor: Executor | None, scratch: Path | None) -> SignalGrid:
+    """The episodes ``ids`` of ``source`` on the time grid, once it is known to fit (in
+    memory, or on the disk of ``scratch``, where large grids are mapped from)."""
+    check_grid_fits(base, ds.durations, ids, len(channels), str(ds.root), scratch)
     t_max = max((ds.durations.get(e, 0.0) for e in ids), default=0.0)
-    return build_grid(ds, ids, channels, base.dt, t_max, executor, base.periods.get(source))
+    return build_grid(ds, ids, channels, base.dt, t_max, executor, base.periods.get(source),
+                      scratch)
+
+
+def _tasks_apart(failures: pa.Table, sim: pa.Table, successes: pa.Table,
+                 ref_channels: Sequence[str]) -> list[str]:
+    """Warnings for real failures of a task that sim never ran (no nearest sim: only their
+    context speaks) or, where some channels are compared with real successes, of a task
+    that has none (those channels say nothing about them)."""
+    tasks = _strings(failures, "task")
+    cases = [(sim, "a task sim never ran", "no nearest sim rollouts, only their context is "
+                                           "compared")]
+    if ref_channels:
+        cases.append((successes, "a task with no real success",
+                      ", ".join(ref_channels) + " not compared for them"))
+    out = []
+    for others, what, effect in cases:
+        apart = ~np.isin(tasks, _strings(others, "task"))
+        if apart.any():
+            names, counts = np.unique(tasks[apart], return_counts=True)
+            listing = ", ".join(f"{t!r} ({n})" for t, n in zip(names, counts, strict=True))
+            out.append(f"{int(apart.sum())} real failure(s) of {what} ({listing}): {effect}")
+    return out
 
 
 def _strings(table: pa.Table, column: str) -> np.ndarray:

@@ -88,6 +88,18 @@ def test_ranges_derived_from_sim_rows_without_params_csv(tmp_path: Path) -> None
     assert any("parameter ranges taken from the sim rows" in w for w in ds.warnings)
 
 
+def test_params_bounds_family_and_targets_round_trip(tmp_path: Path) -> None:
+    friction = ParamRange("friction", 0.5, 1.2, 0.85, 0.0, None, "dynamics",
+                          {"mjcf": "geom[@class='pad']/@friction[0]"})
+    root = write_dataset(tmp_path / "ds", _episodes(), _signals(), params=[friction])
+    assert "min,max,family,target.mjcf" in (root / "params.csv").read_text()
+    loaded = load_dataset(root).params["friction"]
+    assert loaded == friction
+    assert loaded.bounds == (0.0, float("inf"))
+    # Undeclared: non-negative where sim only sampled non-negative values, else unbounded.
+    assert ParamRange("offset", -0.1, 0.1, 0.0).bounds == (float("-inf"), float("inf"))
+
+
 Breaker = Callable[[Path], None]
 
 
@@ -158,6 +170,12 @@ BAD_INPUTS: dict[str, tuple[Breaker, str, str | None, int | None]] = {
     "range with nominal outside": (_rewrite_text("params.csv", "param,low,high,nominal\n"
                                                  "friction,0.5,1.2,2.0\n"), "param",
                                    "low <= nominal <= high", 0),
+    "bounds inside the range": (_rewrite_text("params.csv", "param,low,high,nominal,min,max\n"
+                                              "friction,0.5,1.2,0.8,0.6,\n"), "min",
+                                "must contain the range", 0),
+    "unknown param family": (_rewrite_text("params.csv", "param,low,high,nominal,family\n"
+                                           "friction,0.5,1.2,0.8,haptics\n"), "family",
+                             "unknown family 'haptics'", 0),
 }
 
 

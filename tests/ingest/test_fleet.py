@@ -5,6 +5,11 @@ teams record: joint states and commands at 10 Hz on two topics stamped 150 µs a
 perception estimate at 5 Hz stamped at capture plus 30 ms, real-only system topics (a 1 Hz
 ``DiagnosticArray`` of ``KeyValue`` strings among them), an outcome 50 ms after the last
 tick, failures on a shared ``/events`` topic, episode facts in MCAP metadata records.
+Each format must be diagnosed as well as the same fleet written as Parquet: ARI within 0.05,
+the same taxonomies, the same clusters. The message formats (ROS 2 MCAP, rosbag2 in both
+storages, ROS 1) must ingest to exactly the dataset the JSON MCAP gave, so they are
+diagnosed alike (checked on a few episodes here; ``bench/ingest_parity.py`` analyses every
+format's whole fleet).
 """
 
 from __future__ import annotations
@@ -18,14 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
+from sklearn.metrics import adjusted_rand_score
 
 import sim2real
 from sim2real.cli import main
 from sim2real.dataset import load_dataset
 from sim2real.demo.recorded import Recorded, record_world
-from sim2real.demo.scoring import score_report
+from sim2real.demo.scoring import ScoreCard, score_report
 from sim2real.demo.synthetic import generate_world, standard_world
 from sim2real.pipeline import AnalysisConfig
+from sim2real.report import ReportModel
 
 CONFIG = AnalysisConfig(null_samples=100)
 
@@ -50,16 +57,34 @@ def mcap_fleet(world: tuple[Path, dict],
     return rec, root / "ds"
 
 
-def _diagnosed(dataset: Path, rec: Recorded, key: dict) -> None:
-    report = sim2real.analyze(dataset, config=CONFIG)
+@pytest.fixture(scope="module")
+def parquet(world: tuple[Path, dict]) -> tuple[ReportModel, ScoreCard]:
+    """The yardstick: the same fleet analysed from the Parquet it was generated as."""
+    model = sim2real.analyze(world[0], config=CONFIG).model
+    card = score_report(model, world[1])
+    assert card.ari >= 0.85 and all(card.taxonomy_right.values()), card
+    return model, card
+
+
+def _diagnosed(dataset: Path, rec: Recorded, key: dict,
+               parquet: tuple[ReportModel, ScoreCard]) -> None:
+    """Diagnosed as well as from Parquet: ARI within 0.05, the same taxonomies right, and
+    the same clusters (the two reports group the failures alike)."""
+    model = sim2real.analyze(dataset, config=CONFIG).model
     renamed = {**key, "events": {rec.ids[e]: cause for e, cause in key["events"].items()}}
-    card = score_report(report.model, renamed)
-    assert card.ari >= 0.85, card
-    assert all(card.taxonomy_right.values()), card
+    card = score_report(model, renamed)
+    want, want_card = parquet
+    assert card.ari >= want_card.ari - 0.05, (card, want_card)
+    assert card.taxonomy_right == want_card.taxonomy_right, (card, want_card)
+    ours = {e.episode_id: e.cluster_id or "-" for e in model.events}
+    theirs = {rec.ids[e.episode_id]: e.cluster_id or "-" for e in want.events}
+    assert ours.keys() == theirs.keys()
+    assert adjusted_rand_score([theirs[e] for e in theirs], [ours[e] for e in theirs]) >= 0.95
 
 
 def test_two_rate_mcap_fleet_is_diagnosed(world: tuple[Path, dict],
-                                          mcap_fleet: tuple[Recorded, Path]) -> None:
+                                          mcap_fleet: tuple[Recorded, Path],
+                                          parquet: tuple[ReportModel, ScoreCard]) -> None:
     rec, dataset = mcap_fleet
     ds = load_dataset(dataset)
     assert ds.layout == "long"
@@ -88,16 +113,20 @@ def test_two_rate_mcap_fleet_is_diagnosed(world: tuple[Path, dict],
     assert 0.9 < np.median(np.diff(t["dropped_msgs"])) < 1.2
     sim_rows = ds.read_raw(["sim-000004"], ["dropped_msgs", "loop_latency_ms"])
     assert sim_rows.num_rows == 0
-    _diagnosed(dataset, rec, world[1])
+    _diagnosed(dataset, rec, world[1], parquet)
 
 
-def test_rosbag2_variant_ingests_to_the_same_dataset(
-        world: tuple[Path, dict], mcap_fleet: tuple[Recorded, Path], tmp_path: Path) -> None:
-    """rosbag2 (custom_data for the facts), a few episodes: exactly what the MCAP gave."""
+@pytest.mark.parametrize(("fmt", "command"), [
+    ("mcap-ros2", "mcap"), ("rosbag2", "rosbag"), ("rosbag2-mcap", "rosbag"), ("ros1", "rosbag")])
+def test_message_formats_ingest_to_the_mcap_dataset(
+        world: tuple[Path, dict], mcap_fleet: tuple[Recorded, Path], tmp_path: Path,
+        fmt: str, command: str) -> None:
+    """ROS 2 CDR in MCAP, rosbag2 (sqlite3 and mcap storage, facts in custom_data), ROS 1
+    (facts on a topic), a few episodes each: exactly what the JSON MCAP gave."""
     failures = sorted(e for e, cause in world[1]["events"].items() if cause != "background")
     ids = [*failures[:: max(1, len(failures) // 3)][:3], "real-000000", "sim-000004"]
-    rec = record_world(world[0], tmp_path / "rec", "rosbag2-mcap", episodes=ids)
-    result = CliRunner().invoke(main, ["ingest", "rosbag", str(tmp_path / "rec"), "-m",
+    rec = record_world(world[0], tmp_path / "rec", fmt, episodes=ids)
+    result = CliRunner().invoke(main, ["ingest", command, str(tmp_path / "rec"), "-m",
                                        str(rec.mapping), "-o", str(tmp_path / "ds")])
     assert result.exit_code == 0, result.output
     bag, mcap = load_dataset(tmp_path / "ds"), load_dataset(mcap_fleet[1])
@@ -105,12 +134,14 @@ def test_rosbag2_variant_ingests_to_the_same_dataset(
     want = mcap.episodes.filter(pc.is_in(mcap.episodes["episode_id"], pa.array(ids)))
     assert bag.episodes.sort_by(order).equals(want.sort_by(order))
     assert pc.count(bag.episodes["failure_time"]).as_py() == 3
+    assert bag.channels == mcap.channels
     keys = [("episode_id", "ascending"), ("channel", "ascending"), ("t", "ascending")]
     assert bag.read_raw(ids, list(bag.channels)).sort_by(keys).equals(
         mcap.read_raw(ids, list(bag.channels)).sort_by(keys))
 
 
-def test_lerobot_v3_variant_is_diagnosed(world: tuple[Path, dict], tmp_path: Path) -> None:
+def test_lerobot_v3_variant_is_diagnosed(world: tuple[Path, dict], tmp_path: Path,
+                                        parquet: tuple[ReportModel, ScoreCard]) -> None:
     """LeRobot v3.0 (written with pyarrow as documented): outcome from next.success, the
     other facts from a sidecar keyed by episode index, families from a CSV."""
     rec = record_world(world[0], tmp_path / "rec", "lerobot")
@@ -125,4 +156,21 @@ def test_lerobot_v3_variant_is_diagnosed(world: tuple[Path, dict], tmp_path: Pat
     assert not any(name.startswith("next") for name in ds.channels)
     assert ds.channels["perception_det_conf"].family == "perception"
     assert ds.channels["system_loop_latency_ms"].family == "system"
-    _diagnosed(tmp_path / "ds", rec, world[1])
+    _diagnosed(tmp_path / "ds", rec, world[1], parquet)
+
+
+def test_robomimic_variant_is_diagnosed(world: tuple[Path, dict], tmp_path: Path,
+                                        parquet: tuple[ReportModel, ScoreCard]) -> None:
+    """robomimic (h5py): facts in demo attributes, families from a CSV, one file per
+    source."""
+    rec = record_world(world[0], tmp_path / "rec", "robomimic")
+    runner = CliRunner()
+    for i, path in enumerate(rec.paths):
+        result = runner.invoke(main, [
+            "ingest", "robomimic", str(path), "-o", str(tmp_path / "ds"), "-m",
+            str(rec.mapping), "--families", str(rec.families), *(["--append"] if i else [])])
+        assert result.exit_code == 0, result.output
+    ds = load_dataset(tmp_path / "ds")
+    assert {c.family for c in ds.channels.values()} == {"dynamics", "policy", "perception",
+                                                        "system"}
+    _diagnosed(tmp_path / "ds", rec, world[1], parquet)

@@ -52,6 +52,8 @@ class ParamSpace:
         names: parameter names without ``param.``.
         low, high, nominal: ``(n_params,)`` the randomisation ranges.
         values: ``(n_rollouts, n_params)`` each rollout's sample, bank row order.
+        minimum, maximum: ``(n_params,)`` physical bounds (``-inf``/``inf`` where none):
+            no estimate lies outside them.
     """
 
     names: tuple[str, ...]
@@ -59,6 +61,21 @@ class ParamSpace:
     high: np.ndarray
     nominal: np.ndarray
     values: np.ndarray
+    minimum: np.ndarray | None = None
+    maximum: np.ndarray | None = None
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(n_params,)`` lower and upper physical bounds."""
+        n = len(self.names)
+        low = self.minimum if self.minimum is not None else np.full(n, -np.inf)
+        high = self.maximum if self.maximum is not None else np.full(n, np.inf)
+        return low, high
+
+    def clip(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (``(..., n_params)``) within the physical bounds."""
+        low, high = self.bounds
+        return np.clip(values, low, high)
 
     @property
     def spread(self) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from scipy import optimize
 
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
 from sim2real.match.context import context_table
@@ -22,12 +23,9 @@ from sim2real.match.context import context_table
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["ParamEstimate", "ParamEvidence", "infer_params", "param_evidence"]
+__all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "infer_params",
+           "param_evidence"]
 
-# A parameter whose value sim rollouts' telemetry predicts with R^2 below this is reported
-# as not identifiable: its estimate is the neighbours' value, not a finding.
-IDENTIFIABLE = 0.2
-_Z_EDGE = 1.645  # one-sided 95 %: the estimate lies beyond an edge of the range
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
 
@@ -39,14 +37,14 @@ class ParamEstimate:
     Attributes:
         param: name without ``param.``.
         sim_low, sim_high, sim_nominal: the randomisation range.
-        estimate: median of the cluster's per-episode estimates.
+        estimate: the value under which sim best reproduces the cluster's deviation
+            (:func:`cluster_fit`), within the physical bounds.
         shift: ``(estimate - nominal) / (high - low)``.
-        outside_range: the estimate lies beyond an edge by more than 1.645 standard errors,
-            the parameter is identifiable and the cluster differs from real successes.
+        outside_range: the estimate lies outside the randomisation range.
         uncertainty: standard error of ``estimate``.
         explained: 0-1, share of the cluster's telemetry deviation (versus real successes)
-            this parameter's shift accounts for, times its identifiability; 0 where the
-            cluster's estimate does not differ from the successes' by 2 standard errors.
+            this parameter's shift accounts for in the joint fit; 0 where the shift is not
+            2 standard errors from the successes' value.
         identifiability: cross-validated R^2 of the parameter on sim rollouts.
         contrast: (cluster - real successes) in standard errors.
         confounded_with: parameters whose effects the data cannot tell from this one's.
@@ -126,6 +124,11 @@ def infer_params(
 ) -> list[ParamEstimate]:
     """Parameter estimates for the cluster of events ``rows``, most explaining first.
 
+    The cluster's deviation from the real successes (median over its events, whitened) is
+    explained *jointly* by all parameters through the forward model learnt on sim
+    (:func:`cluster_fit`): each estimate is the successes' value plus the parameter's part
+    of that joint shift, never outside its physical bounds.
+
     Args:
         diagnosis: the analysis.
         rows: the cluster's event rows.
@@ -137,24 +140,19 @@ def infer_params(
         return []
     inf = ev.inference
     space = inf.space_
-    per_event = ev.events[rows]
-    n = len(rows)
-    estimate = np.nanmedian(per_event, axis=0)
-    spread_se = 1.2533 * np.nanstd(per_event, axis=0) / np.sqrt(n)
-    se = np.maximum(spread_se, inf.posterior_sd_ / np.sqrt(n))
-    contrast = (estimate - ev.success_mean) / np.sqrt(se**2 + ev.success_se**2)
-    delta = (estimate - ev.success_mean) / space.spread
-    share = _explained_share(inf, ev.whitened[rows].mean(axis=0) - ev.success_whitened, delta)
+    fit = cluster_fit(ev, rows)
+    per_event = space.clip(ev.events[rows])
+    estimate = space.clip(ev.success_mean + fit.delta * space.spread)
+    success_se = np.where(np.isfinite(ev.success_se), ev.success_se, 0.0)
+    se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
+    contrast = fit.delta / np.where(fit.sd > 0, fit.sd, np.inf)
     # A parameter on which the cluster does not differ from real successes explains nothing.
-    share = np.where(np.abs(np.nan_to_num(contrast)) >= _Z_SHIFT, share, 0.0)
+    share = np.where(np.abs(contrast) >= _Z_SHIFT, fit.share, 0.0)
     out = []
     for j, name in enumerate(space.names):
         low, high, nominal = (float(space.low[j]), float(space.high[j]),
                               float(space.nominal[j]))
-        ident = float(inf.identifiability_[j])
-        beyond = max(estimate[j] - high, low - estimate[j]) / se[j]
-        outside = bool(ident >= IDENTIFIABLE and beyond > _Z_EDGE
-                       and abs(contrast[j]) >= _Z_SHIFT)
+        outside = bool(estimate[j] < low or estimate[j] > high)
         if outside:
             side = per_event[:, j] > high if estimate[j] > high else per_event[:, j] < low
         else:
@@ -166,27 +164,83 @@ def infer_params(
             estimate=float(estimate[j]),
             shift=float((estimate[j] - nominal) / space.spread[j]),
             outside_range=outside, uncertainty=float(se[j]),
-            explained=float(share[j] * ident), identifiability=ident,
-            contrast=float(np.nan_to_num(contrast[j])), confounded_with=partners,
+            explained=float(share[j]), identifiability=float(inf.identifiability_[j]),
+            contrast=float(contrast[j]), confounded_with=partners,
             event_share=float(np.mean(side)),
         ))
     return sorted(out, key=lambda p: (-p.explained, p.param))
 
 
-def _explained_share(
-    inf: ParameterInference, deviation: np.ndarray, delta: np.ndarray
-) -> np.ndarray:
-    """``(n_params,)`` share of ``|deviation|^2`` (whitened, versus real successes) that each
-    parameter's shift ``delta`` (spread units) removes through its learnt effect."""
+@dataclass(frozen=True)
+class ClusterFit:
+    """The parameter shift that best reproduces a cluster's deviation through the forward
+    model, in spread units relative to the real successes.
+
+    Attributes:
+        delta: ``(n_params,)`` the shift (within the physical bounds).
+        sd: ``(n_params,)`` its posterior standard deviation.
+        share: ``(n_params,)`` share of the deviation each parameter's shift accounts for.
+        deviation: ``(n_features,)`` the cluster's whitened deviation from the successes.
+        explained: share of the deviation the whole shift accounts for.
+    """
+
+    delta: np.ndarray
+    sd: np.ndarray
+    share: np.ndarray
+    deviation: np.ndarray
+    explained: float
+
+
+def cluster_fit(ev: ParamEvidence, rows: np.ndarray) -> ClusterFit:
+    """Bounded ridge regression of the cluster's deviation on the forward model's columns.
+
+    The noise is the larger of what the median of ``len(rows)`` unit-variance events
+    carries and the misfit the model leaves: where sim's parameters cannot reproduce the
+    deviation the misfit is large, and the ridge keeps weakly informed parameters at the
+    successes' value instead of letting the deviation leak into them.
+    """
+    inf = ev.inference
+    space = inf.space_
+    a = inf.columns()
+    deviation = np.median(ev.whitened[rows], axis=0) - ev.success_whitened
+    lower, upper = space.bounds
+    lo = np.where(np.isfinite(lower), (lower - ev.success_mean) / space.spread, -np.inf)
+    hi = np.where(np.isfinite(upper), (upper - ev.success_mean) / space.spread, np.inf)
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)  # successes beyond a bound: no shift
+    floor = 1.5708 / len(rows)  # variance of a median of unit-variance normals
+    free = np.ones(a.shape[1], dtype=bool)
+    delta, noise = _bounded_ridge(a, deviation, lo, hi, inf.ridge, floor)
+    sd = np.sqrt(np.diag(np.linalg.inv(a.T @ a / noise + inf.ridge * np.eye(a.shape[1]))))
+    # Sparse shifts: a cause moves one parameter or a few. Those the cluster does not move
+    # significantly stay at the successes' value, and the others are fitted without them
+    # (otherwise an unexplained deviation leaks into every weakly informed parameter).
+    free = np.abs(delta) >= _Z_SHIFT * sd
+    delta = np.zeros(a.shape[1])
+    if free.any():
+        delta[free], _ = _bounded_ridge(a[:, free], deviation, lo[free], hi[free], inf.ridge,
+                                        floor)
     total = float(deviation @ deviation)
-    if total <= 0:
-        return np.zeros(len(delta))
-    cols = inf.columns()
-    share = np.empty(len(delta))
-    for j, dj in enumerate(delta):
-        rest = deviation - cols[:, j] * dj
-        share[j] = (total - float(rest @ rest)) / total
-    return np.clip(share, 0.0, 1.0)
+    rest = deviation - a @ delta
+    share = (np.clip((a * delta).T @ deviation / total, 0.0, 1.0) if total > 0
+             else np.zeros(a.shape[1]))
+    explained = max(0.0, 1.0 - float(rest @ rest) / total) if total > 0 else 0.0
+    return ClusterFit(delta, sd, share, deviation, explained)
+
+
+def _bounded_ridge(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   ridge: float, floor: float) -> tuple[np.ndarray, float]:
+    """``argmin |y - a x|^2 / noise + ridge |x|^2`` within ``[lo, hi]``, the noise
+    re-estimated from the misfit (at least ``floor``); returns ``x`` and the noise."""
+    n_features, n_params = a.shape
+    noise = floor
+    x = np.zeros(n_params)
+    for _ in range(4):
+        design = np.vstack([a / np.sqrt(noise), np.sqrt(ridge) * np.eye(n_params)])
+        target = np.concatenate([y / np.sqrt(noise), np.zeros(n_params)])
+        x = optimize.lsq_linear(design, target, bounds=(lo, hi)).x
+        rest = y - a @ x
+        noise = max(float(rest @ rest) / max(n_features - n_params, 1), floor)
+    return x, noise
 
 
 def _space(diagnosis: Diagnosis) -> ParamSpace | None:
@@ -204,7 +258,9 @@ def _space(diagnosis: Diagnosis) -> ParamSpace | None:
     ranges = [ds.params[n] for n in names]
     return ParamSpace(tuple(names), np.array([r.low for r in ranges], float),
                       np.array([r.high for r in ranges], float),
-                      np.array([r.nominal for r in ranges], float), values)
+                      np.array([r.nominal for r in ranges], float), values,
+                      np.array([r.bounds[0] for r in ranges], float),
+                      np.array([r.bounds[1] for r in ranges], float))
 
 
 def _successes(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,7 +40,7 @@ from sim2real.dataset.validate import (
 )
 from sim2real.errors import DatasetError
 
-__all__ = ["Dataset", "load_dataset"]
+__all__ = ["Dataset", "load_dataset", "signal_batches"]
 
 
 @dataclass(frozen=True)
@@ -309,6 +309,28 @@ def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
     return table
 
 
+def signal_batches(file: Location, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """One signals file streamed in record batches: those of ``columns`` it holds, its
+    pages checked against their checksums, ``episode_id`` and ``channel`` dictionary-encoded
+    (looked up once per row group's dictionary, not once per sample).
+
+    Raises:
+        DatasetError: the file cannot be read (named).
+    """
+    try:
+        if file.suffix == ".csv":
+            source = _signal_dataset([file])
+        else:
+            options = pads.ParquetReadOptions(dictionary_columns={"episode_id", "channel"})
+            fmt = pads.ParquetFileFormat(read_options=options,
+                                         default_fragment_scan_options=_VERIFY)
+            source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
+        present = [c for c in columns if c in source.schema.names]
+        yield from source.to_batches(columns=present)
+    except (pa.ArrowException, OSError) as err:
+        raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
+
+
 def _schema(file: Location, footer: pq.FileMetaData | None) -> pa.Schema:
     return _signal_dataset([file]).schema if footer is None else footer.schema.to_arrow_schema()
 
@@ -467,6 +489,9 @@ def _params(root: Location, episodes: pa.Table, warnings: list[str]) -> dict[str
     return params
 
 
+_TARGET_PREFIX = "target."
+
+
 def _read_params_csv(path: Location) -> dict[str, ParamRange]:
     out: dict[str, ParamRange] = {}
     with io.StringIO(path.read_text(), newline="") as f:
@@ -474,17 +499,32 @@ def _read_params_csv(path: Location) -> dict[str, ParamRange]:
         for field in ("param", "low", "high"):
             if field not in (reader.fieldnames or []):
                 raise DatasetError("required column is missing", file=str(path), column=field)
+        targets = [c for c in reader.fieldnames or [] if c.startswith(_TARGET_PREFIX)]
         for row_number, row in enumerate(reader):
             name = row["param"].strip().removeprefix(PARAM_PREFIX)
             try:
                 low, high = float(row["low"]), float(row["high"])
                 nominal = float(row["nominal"]) if row.get("nominal") else (low + high) / 2
+                minimum, maximum = (float(row[c]) if (row.get(c) or "").strip() else None
+                                    for c in ("min", "max"))
             except ValueError as err:
                 raise DatasetError(f"not a number: {err}", file=str(path), row=row_number) from err
             if not low <= nominal <= high:
                 msg = f"expected low <= nominal <= high, got {low}, {nominal}, {high}"
                 raise DatasetError(msg, file=str(path), column="param", row=row_number)
-            out[name] = ParamRange(name, low, high, nominal)
+            if (minimum is not None and minimum > low) or (maximum is not None and maximum < high):
+                msg = (f"physical bounds [{minimum}, {maximum}] must contain the range "
+                       f"[{low}, {high}] sim sampled from")
+                raise DatasetError(msg, file=str(path), column="min" if minimum is not None
+                                   and minimum > low else "max", row=row_number)
+            family = (row.get("family") or "").strip() or None
+            if family is not None and family not in FAMILIES:
+                msg = f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}"
+                raise DatasetError(msg, file=str(path), column="family", row=row_number)
+            where = {c.removeprefix(_TARGET_PREFIX): row[c].strip() for c in targets
+                     if (row.get(c) or "").strip()}
+            out[name] = ParamRange(name, low, high, nominal, minimum, maximum,
+                                   family, where)
     return out
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
@@ -46,12 +48,35 @@ class Channel:
 
 @dataclass(frozen=True)
 class ParamRange:
-    """The randomisation range a simulation parameter was sampled from."""
+    """The randomisation range a simulation parameter was sampled from.
+
+    Attributes:
+        name: without ``param.``.
+        low, high, nominal: the randomisation range and the nominal value.
+        minimum, maximum: physical bounds (``params.csv`` ``min``/``max``), ``None`` where
+            not declared; no estimate is reported outside them.
+        family: the parameter's family where declared.
+        targets: simulator -> where the parameter lives in its configuration
+            (``params.csv`` ``target.<simulator>`` columns).
+    """
 
     name: str
     low: float
     high: float
     nominal: float
+    minimum: float | None = None
+    maximum: float | None = None
+    family: Family | None = None
+    targets: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Physical bounds, ``-inf``/``inf`` where none was declared; a parameter sim only
+        ever randomised over non-negative values (a mass, a friction, a noise level) is
+        taken to be non-negative."""
+        low = self.minimum if self.minimum is not None else (0.0 if self.low >= 0 else -math.inf)
+        high = self.maximum if self.maximum is not None else math.inf
+        return float(low), float(high)
 
     @property
     def spread(self) -> float:

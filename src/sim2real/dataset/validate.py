@@ -347,7 +347,25 @@ def _normalise(table: pa.Table, file: str) -> pa.Table:
         if target is None or column.type == target:
             continue
         table = table.set_column(i, name, _cast(column, target, file, name))
+    _finite_numbers(table, file)
     return table
+
+
+def _finite_numbers(table: pa.Table, file: str) -> None:
+    """``failure_time`` is finite where given; ``param.*`` and numeric ``ctx.*`` values fit
+    the float32 range (an ``inf`` would make every distance and range inf, silently)."""
+    for name in table.column_names:
+        column = table[name]
+        if name == "failure_time":
+            x = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            inf = np.flatnonzero(np.isinf(x))
+            if inf.size:
+                raise DatasetError(f"must be a finite number of seconds (or empty: at the "
+                                   f"episode's end), got {x[inf[0]]:g}", file=file,
+                                   column=name, row=int(inf[0]))
+        elif name.startswith(PARAM_PREFIX) or (name.startswith(CTX_PREFIX)
+                                               and pa.types.is_floating(column.type)):
+            check_values(column, file, name)
 
 
 def _cast(

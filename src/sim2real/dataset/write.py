@@ -103,8 +103,7 @@ def write_dataset(
             _write_csv(stage / "channels.csv", ["channel", "family", "unit"],
                        [(c.name, c.family, c.unit) for c in channels])
         if params:
-            _write_csv(stage / "params.csv", ["param", "low", "high", "nominal"],
-                       [(p.name, p.low, p.high, p.nominal) for p in params])
+            _write_params(stage / "params.csv", params)
     return root
 
 
@@ -182,5 +181,33 @@ def _read_params(root: Path) -> list[ParamRange]:
     if not path.exists():
         return []
     with path.open(newline="") as f:
-        return [ParamRange(r["param"], float(r["low"]), float(r["high"]), float(r["nominal"]))
+        return [ParamRange(r["param"], float(r["low"]), float(r["high"]), float(r["nominal"]),
+                           _number(r.get("min")), _number(r.get("max")),
+                           r.get("family") or None,  # type: ignore[arg-type]
+                           {k.removeprefix("target."): v for k, v in r.items()
+                            if k.startswith("target.") and v})
                 for r in csv.DictReader(f)]
+
+
+def _number(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+def _write_params(path: Path, params: Sequence[ParamRange]) -> None:
+    """``params.csv``: the optional columns only where some parameter has them."""
+    header = ["param", "low", "high", "nominal"]
+    bounded = any(p.minimum is not None or p.maximum is not None for p in params)
+    header += ["min", "max"] if bounded else []
+    header += ["family"] if any(p.family for p in params) else []
+    sims = sorted({s for p in params for s in p.targets})
+    header += [f"target.{s}" for s in sims]
+    rows: list[tuple[object, ...]] = []
+    for p in params:
+        row: list[object] = [p.name, p.low, p.high, p.nominal]
+        if bounded:
+            row += ["" if v is None else v for v in (p.minimum, p.maximum)]
+        if "family" in header:
+            row.append(p.family or "")
+        row += [p.targets.get(s, "") for s in sims]
+        rows.append(tuple(row))
+    _write_csv(path, header, rows)

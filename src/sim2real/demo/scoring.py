@@ -1,20 +1,33 @@
 """Score a report against a world's answer key: how right was the diagnosis?
 
 Only demos, tests and benchmarks call this; the analysis never sees an answer key.
+:func:`score_report` reads any world's key (demo, synthetic, zoo); :func:`score_world` and
+:func:`generate_and_score` go further on zoo worlds, cause by cause: family, parameter,
+action, expected reduction, validate verdicts, silence where there is no gap.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sklearn.metrics import adjusted_rand_score
 
-from sim2real.report.model import ReportModel
+from sim2real.demo.zoo import CauseKey, WorldKey, generate_world
+from sim2real.report.model import ClusterReport, ReportModel, ValidationModel
 
-__all__ = ["ScoreCard", "load_answer_key", "score_report"]
+__all__ = ["MIN_SCORED_FAILURES", "CauseScore", "ScoreCard", "WorldScore", "generate_and_score",
+           "load_answer_key", "score_report", "score_world"]
+
+# A cause with fewer real failures is left unscored: a handful of events is no cluster.
+MIN_SCORED_FAILURES = 8
+# A cluster this confident in a cause family is a claim; on a world without a gap, a wrong one.
+_CONFIDENT = 0.5
 
 
 @dataclass(frozen=True)
@@ -81,3 +94,145 @@ def score_report(report: ReportModel, key: dict[str, object]) -> ScoreCard:
                 and members.most_common(1)[0][0] == "background"):
             wrong.append(c.cluster_id)
     return ScoreCard(ari, majority, right, fastest_right, wrong)
+
+
+@dataclass(frozen=True)
+class CauseScore:
+    """How the report treats one true cause (through the cluster holding most of its events).
+
+    Attributes:
+        cluster: that cluster's ID, ``None`` when most of its events are in no cluster.
+        taxonomy_right: the cluster's taxonomy is the cause's.
+        param_right: the cluster's first sim parameter is the cause's key parameter
+            (``None``: the cause has none).
+        outside_range_right: the report says the key parameter is outside sim's range
+            exactly when it is (``None``: no key parameter, or the report omits it).
+        action_right: the cluster's first action is of a kind that fits the cause.
+        reduction_error: that action's ``expected_reduction`` minus the truth: the share of
+            the cluster's failures that disappear when the world is regenerated without
+            this cause (the counterfactual run that labels the events).
+    """
+
+    name: str
+    trap: str
+    mechanism: str
+    n_failures: int
+    cluster: str | None
+    taxonomy_right: bool
+    param_right: bool | None
+    outside_range_right: bool | None
+    action_right: bool
+    reduction_error: float | None
+
+
+@dataclass(frozen=True)
+class WorldScore:
+    """A zoo world's report (and validation) against its key.
+
+    Attributes:
+        ari: as :class:`ScoreCard` (``None`` on a world without a gap: one true group).
+        causes: the causes with at least :data:`MIN_SCORED_FAILURES` failures.
+        validate: cause -> whether the validation verdict for its cluster is one its
+            key expects (a fixed cause shrank or is gone, a late one is new or grew).
+        silent: on a world without a gap, no cluster claims a cause family with
+            confidence >= 0.5 (``None`` on other worlds).
+        seconds: analysis (and validation) wall time.
+    """
+
+    seed: int
+    traps: tuple[str, ...]
+    no_gap: bool
+    n_failures: int
+    ari: float | None
+    causes: tuple[CauseScore, ...]
+    fastest_growing_right: bool
+    validate: dict[str, bool]
+    silent: bool | None
+    confident_wrong: tuple[str, ...]
+    seconds: float
+
+
+def score_world(report: ReportModel, key: WorldKey,
+                validation: ValidationModel | None = None, *, seconds: float = 0.0) -> WorldScore:
+    """Compare ``report`` (and ``validation``, run with ``previous=report`` on the key's
+    baseline and candidate) with a zoo world's ``key``."""
+    card = score_report(report, dict(key.document))
+    by_id = {c.cluster_id: c for c in report.clusters}
+    causes = tuple(_score_cause(c, card.cause_clusters.get(c.name), by_id, key)
+                   for c in key.causes if c.n_failures >= MIN_SCORED_FAILURES)
+    silent = None
+    if key.no_gap:
+        silent = not any(c.taxonomy != "unexplained" and c.confidence >= _CONFIDENT
+                         for c in report.clusters)
+    verdicts = {} if validation is None or key.validate is None else _verdicts(
+        key, card.cause_clusters, validation)
+    return WorldScore(
+        seed=key.seed, traps=key.traps, no_gap=key.no_gap, n_failures=len(key.events),
+        ari=None if key.no_gap else card.ari, causes=causes,
+        fastest_growing_right=card.fastest_growing_right, validate=verdicts, silent=silent,
+        confident_wrong=tuple(card.confident_wrong), seconds=seconds)
+
+
+def _score_cause(cause: CauseKey, cluster_id: str | None, by_id: dict[str, ClusterReport],
+                 key: WorldKey) -> CauseScore:
+    cluster = by_id.get(cluster_id) if cluster_id is not None else None
+    if cluster is None:
+        return CauseScore(cause.name, cause.trap, cause.mechanism, cause.n_failures, None,
+                          False, False if cause.key_param else None, None, False, None)
+    params = cluster.sim_params
+    param_right = None if cause.key_param is None else bool(
+        params and params[0].param == cause.key_param)
+    outside = None
+    entry = next((p for p in params if p.param == cause.key_param), None)
+    if cause.outside_range is not None and entry is not None:
+        outside = entry.outside_range == cause.outside_range
+    first = cluster.actions[0] if cluster.actions else None
+    truth = sum(key.events.get(e) == cause.name for e in cluster.events) / max(cluster.size, 1)
+    return CauseScore(
+        cause.name, cause.trap, cause.mechanism, cause.n_failures, cluster.cluster_id,
+        cluster.taxonomy == cause.taxonomy, param_right, outside,
+        first is not None and first.kind in cause.actions,
+        None if first is None else first.expected_reduction - truth)
+
+
+def _verdicts(key: WorldKey, clusters: dict[str, str | None],
+              validation: ValidationModel) -> dict[str, bool]:
+    """Each validate-trap cause's verdict, through the report cluster that holds its events
+    (validation keeps that cluster's ID where it finds it again in the baseline)."""
+    assert key.validate is not None
+    verdict = {c.cluster_id: c.verdict for c in validation.clusters}
+    out = {}
+    for name, expected in key.validate[2].items():
+        got = verdict.get(clusters.get(name) or "")
+        if got is None and "new" in expected:  # a group first seen after the baseline
+            got = "new" if any(v == "new" for v in verdict.values()) else None
+        out[name] = got in expected
+    return out
+
+
+def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
+                       traps: Sequence[str] | None = None, size: float = 1.0,
+                       no_gap: bool | None = None) -> WorldScore:
+    """Generate zoo world ``seed``, analyse it on one process (and validate the fix its key
+    names, if any) and score the outcome.
+
+    Args:
+        seed, traps, size, no_gap: as :func:`sim2real.demo.zoo.generate_world`.
+        out_dir: where to write the world; default: a temporary folder, removed after.
+    """
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="sim2real-zoo-") as tmp:
+            return generate_and_score(seed, tmp, traps=traps, size=size, no_gap=no_gap)
+    import sim2real
+    from sim2real.engine import LocalExecutor
+
+    key = generate_world(seed, out_dir, traps=list(traps) if traps else None, size=size,
+                         no_gap=no_gap)
+    start = time.perf_counter()
+    report = sim2real.analyze(key.dataset, engine=LocalExecutor(1)).model
+    validation = None
+    if key.validate is not None:
+        baseline, candidate, _ = key.validate
+        validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
+                                       previous=report).model
+    return score_world(report, key, validation, seconds=time.perf_counter() - start)

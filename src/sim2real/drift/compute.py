@@ -341,6 +341,12 @@ def _against_successes(
         # take over a gigabyte; each query's numbers do not depend on its block.
         for start in range(0, len(same), _SUCCESS_BLOCK):
             members = same[start : start + _SUCCESS_BLOCK]
+            if count == 0:  # a task with no real success: nothing to compare against
+                refs = np.empty((len(members), 0, n_points, windows.shape[2]), np.float32)
+                diffs = segment_diffs(windows[members], refs, job.n_segments)
+                for j, diff in zip(members, diffs, strict=True):
+                    out[j] = diff
+                continue
             rows = np.stack([chosen[j] for j in members]).reshape(len(members), count)
             end = np.array([prepared[j][2] for j in members])[:, None]
             length = np.array([prepared[j][3] for j in members])[:, None]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import mmap
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numba
@@ -16,9 +19,11 @@ from sim2real.match.shards import plan_shards, read_sharded
 if TYPE_CHECKING:
     from sim2real.engine import Executor
 
-__all__ = ["SignalGrid", "build_grid"]
+__all__ = ["SignalGrid", "build_grid", "mapped_empty", "release"]
 
 _CHUNK_EPISODES = 2048
+# Grids above this size get a file of their own when a scratch folder is given.
+_MAPPED_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ def build_grid(
     t_max: float,
     executor: Executor | None = None,
     periods: Mapping[str, float] | None = None,
+    scratch: Path | None = None,
 ) -> SignalGrid:
     """Resample the given episodes onto a grid of step ``dt`` from 0 to ``t_max`` seconds.
 
@@ -95,10 +101,11 @@ def build_grid(
     the grid plus one read's worth of samples. Episodes of sorted Parquet parts (what
     ``write_dataset`` writes) are read in one pass over the row groups that hold them, shard
     by shard (as tasks of a remote ``executor``); those of other parts are read by ID, in
-    chunks.
+    chunks. Given a ``scratch`` folder, a grid of more than 64 MiB lives in a file there,
+    memory-mapped (:func:`mapped_empty`).
     """
     n_steps = int(np.ceil(t_max / dt)) + 1
-    values = np.empty((len(episode_ids), n_steps, len(channels)), dtype=np.float32)
+    values = mapped_empty((len(episode_ids), n_steps, len(channels)), scratch)
     durations = np.zeros(len(episode_ids))
     wanted = EpisodeIndex(episode_ids)
     written = np.zeros(len(episode_ids), dtype=bool)
@@ -114,7 +121,36 @@ def build_grid(
             rows = wanted.rows(table["episode_id"])
             written[resampler.into(table, rows, values, durations)] = True
     values[~written] = np.nan  # episodes without a single sample
+    release(values)
     return SignalGrid(tuple(episode_ids), tuple(channels), dt, values, durations)
+
+
+def mapped_empty(shape: tuple[int, ...], scratch: Path | None) -> np.ndarray:
+    """An uninitialised float32 array, in a file in ``scratch`` where it is large.
+
+    A file-backed array is page cache, not process memory: the kernel writes it out and
+    drops what is not in use when memory runs short, so a bank larger than the machine's
+    memory share still fits, and only the rows a step touches are resident. The file is
+    removed at once (the mapping keeps it alive until the array is freed).
+    """
+    size = int(np.prod(shape)) * 4
+    if scratch is None or size <= _MAPPED_BYTES:
+        return np.empty(shape, dtype=np.float32)
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=scratch, prefix="grid-", suffix=".f32") as file:
+        file.truncate(size)
+        mapped = np.memmap(file.name, dtype=np.float32, mode="r+", shape=shape)
+    return mapped.view(np.ndarray)  # a plain array (pickles as one) over the mapping
+
+
+def release(values: np.ndarray) -> None:
+    """Let the kernel take back the resident pages of a file-backed array (written pages
+    stay in the page cache, and come back on the next touch); nothing for others."""
+    base = values
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        base.madvise(mmap.MADV_DONTNEED)
 
 
 @numba.njit(nogil=True, cache=True)

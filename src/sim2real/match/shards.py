@@ -1,17 +1,17 @@
 """One pass over sorted Parquet parts: the row groups holding wanted episodes, shard by shard.
 
-A shard is a run of row groups of one file. Each shard is read (only the named channels),
-filtered to the wanted episodes and resampled where it is read, so only grid-sized blocks
-travel back, never raw samples. An episode may continue past a shard's edge; those
-(at most the first and last episode of each shard) come back raw and are resampled once
-all their pieces are in. This needs parts whose ``episode_id`` ranges do not overlap,
-each sorted by ``episode_id`` (what ``write_dataset`` writes); otherwise
-:func:`plan_shards` says ``None`` and the caller reads by ID.
+A shard is a run of row groups of one file (a whole small file, where its row groups
+overlap: a bucket of :func:`~sim2real.dataset.regroup.regroup`). Each shard is read (only
+the named channels), filtered to the wanted episodes and resampled where it is read, so
+only grid-sized blocks travel back, never raw samples. An episode may continue past a
+shard's edge; those (at most the first and last episode of each shard) come back raw and
+are resampled once all their pieces are in. This needs parts clustered by episode
+(:func:`~sim2real.dataset.regroup.clustering`: what ``write_dataset`` writes); otherwise
+:func:`plan_shards` says ``None`` and the caller regroups them or reads by ID.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim2real.dataset import EpisodeIndex, Location
-from sim2real.dataset.layout import LONG_COLUMNS, layout_of
+from sim2real.dataset.layout import LONG_COLUMNS
+from sim2real.dataset.regroup import clustering
 from sim2real.errors import DatasetError
 from sim2real.match.resample import Resampler
 
@@ -64,42 +65,33 @@ class _Piece(NamedTuple):
 
 
 def plan_shards(files: Sequence[Location], episode_ids: Sequence[str]) -> list[Shard] | None:
-    """The shards holding ``episode_ids``, or ``None`` when the parts do not allow it."""
-    if not files or any(f.suffix != ".parquet" for f in files):
+    """The shards holding ``episode_ids``, or ``None`` when the parts are not clustered by
+    episode (:func:`~sim2real.dataset.regroup.clustering`)."""
+    if not files:
         return None
+    layout = clustering(files)
     wanted = np.sort(np.asarray(list(episode_ids), dtype=str))
-    ranges: list[tuple[str, str]] = []
     shards: list[Shard] = []
-    for file in files:
-        parquet = pq.ParquetFile(file.path, filesystem=file.filesystem)
-        meta = parquet.metadata
-        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-        long = layout_of(parquet.schema_arrow, str(file)) == "long"
-        if "episode_id" not in names:
-            return None
-        col = names.index("episode_id")
-        bounds = []
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(col).statistics
-            if stats is None or not stats.has_min_max:
-                return None
-            bounds.append((str(stats.min), str(stats.max)))
-        if any(a[1] > b[0] for a, b in itertools.pairwise(bounds)):
-            return None  # row groups not in episode order
-        if bounds:
-            ranges.append((bounds[0][0], bounds[-1][1]))
-        shards.extend(_file_shards(file, bounds, wanted, long))
-    ranges.sort()
-    if any(a[1] > b[0] for a, b in itertools.pairwise(ranges)):
-        return None  # parts overlap: an episode could be anywhere
-    return shards
+    for part in layout.parts:
+        if part.whole and part.bounds:  # one piece: its row groups overlap each other
+            lo, hi = part.bounds[0][0], max(b[1] for b in part.bounds)
+            if _holds(wanted, lo, hi):
+                shards.append(Shard(part.file, tuple(range(len(part.bounds))), lo, hi,
+                                    part.long))
+            continue
+        shards.extend(_file_shards(part.file, part.bounds, wanted, part.long))
+    return shards if layout.clustered else None
+
+
+def _holds(wanted: np.ndarray, lo: str, hi: str) -> bool:
+    """Whether a sorted ``wanted`` holds an ID from ``lo`` to ``hi``."""
+    return int(np.searchsorted(wanted, lo, "left")) < int(np.searchsorted(wanted, hi, "right"))
 
 
 def _file_shards(file: Location, bounds: list[tuple[str, str]], wanted: np.ndarray,
                  long: bool) -> list[Shard]:
     """Runs of at most ``_GROUPS_PER_SHARD`` row groups that hold a wanted episode."""
-    hit = [int(np.searchsorted(wanted, lo, "left")) < int(np.searchsorted(wanted, hi, "right"))
-           for lo, hi in bounds]
+    hit = [_holds(wanted, lo, hi) for lo, hi in bounds]
     shards: list[Shard] = []
     run: list[int] = []
     for g, keep in enumerate(hit):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,13 +128,14 @@ def time_base(dataset: Dataset, sources: Mapping[str, Sequence[str]], channels: 
 
 
 def check_grid_fits(base: TimeBase, durations: Mapping[str, float], episode_ids: Sequence[str],
-                    n_channels: int, where: str) -> None:
-    """Raise before allocating a grid that would not fit in memory.
+                    n_channels: int, where: str, scratch: Path | None = None) -> None:
+    """Raise before allocating a grid that would not fit in memory (or, mapped from a file
+    in ``scratch``, on its disk).
 
     Raises:
         DatasetError: the grid of ``episode_ids`` x their longest duration x
-            ``n_channels`` would take more than half the machine's memory; names what set
-            the step and the longest episode.
+            ``n_channels`` would take more than half the machine's memory (half the free
+            space of ``scratch``'s disk); names what set the step and the longest episode.
     """
     if not episode_ids:
         return
@@ -141,13 +143,17 @@ def check_grid_fits(base: TimeBase, durations: Mapping[str, float], episode_ids:
     t_max = durations.get(longest, 0.0)
     n_steps = math.ceil(t_max / base.dt) + 1
     need = 4.0 * len(episode_ids) * n_steps * n_channels
-    budget = _MEMORY_SHARE * memory_bytes()
+    if scratch is None:
+        budget, of = _MEMORY_SHARE * memory_bytes(), "half this machine's memory"
+    else:
+        budget = _MEMORY_SHARE * shutil.disk_usage(scratch).free
+        of = f"half the free disk space of the scratch folder {scratch.parent}"
     if need <= budget:
         return
     gib = 1024.0**3
     msg = (f"the time grid of {len(episode_ids):,} episodes x {n_steps:,} steps x "
            f"{n_channels} channels would take {need / gib:,.1f} GiB, more than "
-           f"{budget / gib:.1f} GiB (half this machine's memory): its step of {base.dt:g} s "
+           f"{budget / gib:.1f} GiB ({of}): its step of {base.dt:g} s "
            f"comes from {base.step_from}, and the longest episode, {longest!r}, lasts "
            f"{t_max:g} s. Pass --rate with fewer samples per second, or leave the fast "
            "channel or the long episode out")

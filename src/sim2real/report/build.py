@@ -244,6 +244,7 @@ def _cluster(diagnosis: Diagnosis, f: ClusterFinding, cluster_id: str,
         sim_params=[SimParam.model_validate(p.as_dict()) for p in f.params],
         actions=f.actions,
         lifecycle=lifecycle,  # type: ignore[arg-type]
+        sim_check=None,
         family_scores={k: round(v, 4) for k, v in f.label.family_medians.items()},
     )
 

@@ -149,6 +149,28 @@ class Action(_Frozen):
     evidence: str | None = Field(None, description="extension: why expected_reduction")
 
 
+class SimCheck(_Frozen):
+    """Extension: what ``analyze --adapter`` found by replaying the cluster in sim."""
+
+    adapter: str
+    episodes: list[str]
+    fitted: dict[str, float] = Field(description="calibrated parameter values")
+    std: dict[str, float | None] = Field(description="their uncertainty (None: not estimated)")
+    identifiable: bool
+    converged: bool
+    discrepancy_before: float
+    discrepancy_after: float
+    candidates: int = Field(description="candidate evaluations the calibration spent")
+    reproduces: bool = Field(description="the counterfactual check's verdict on the fit")
+    failures_real: int
+    episodes_real: int
+    failures_after: int
+    replays: int
+    verdict: str
+    rollouts: int
+    warnings: list[str] = Field(default_factory=list)
+
+
 class ClusterReport(_Frozen):
     cluster_id: str
     taxonomy: Taxonomy
@@ -163,6 +185,9 @@ class ClusterReport(_Frozen):
     lifecycle: Lifecycle | None = Field(None, description="extension")
     family_scores: dict[str, float] = Field(
         default_factory=dict, description="extension: median family scores of the events"
+    )
+    sim_check: SimCheck | None = Field(
+        None, description="extension: calibration and counterfactual check (analyze --adapter)"
     )
 
 

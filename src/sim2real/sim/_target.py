@@ -2,7 +2,8 @@
 
 The episodes are a cluster's events, taken from an existing ``analyze`` run folder or
 from a fresh analysis, or listed explicitly. The parameters default to the cluster's
-``sim_params`` most shifted from nominal (what the report's attribution points to).
+``sim_params`` that the report's attribution says explain most of it, then the most
+shifted from nominal.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Target:
     Attributes:
         cluster_id: the cluster, or ``None`` for an explicit episode list.
         episodes: real episode IDs, at most ``max_episodes`` of them.
-        suggested: parameter names, most shifted first (empty without a report).
+        suggested: parameter names, the attribution's first (empty without a report).
     """
 
     cluster_id: str | None
@@ -37,7 +38,7 @@ class Target:
 
 
 def resolve_target(ds: Dataset, *, cluster: str | None, episodes: Sequence[str] | None,
-                   run: str | Path | None, max_episodes: int, seed: int,
+                   run: str | Path | ReportModel | None, max_episodes: int, seed: int,
                    progress: bool = False) -> Target:
     """Find the episodes to replay.
 
@@ -45,7 +46,8 @@ def resolve_target(ds: Dataset, *, cluster: str | None, episodes: Sequence[str] 
         ds: the dataset.
         cluster: a cluster ID of the report.
         episodes: explicit real episode IDs (instead of, or narrowing, ``cluster``).
-        run: an ``analyze`` output folder; without it the dataset is analysed first.
+        run: an ``analyze`` output folder, or a report already in memory; without it the
+            dataset is analysed first.
         max_episodes: replay at most this many (a seeded random subset beyond that).
         seed: chooses that subset.
         progress: show the analysis' progress when it has to run.
@@ -59,7 +61,9 @@ def resolve_target(ds: Dataset, *, cluster: str | None, episodes: Sequence[str] 
     ids = list(episodes or [])
     if cluster is not None:
         found = _cluster(_report(ds, run, seed, progress), cluster, run)
-        suggested = tuple(p.param for p in sorted(found.sim_params, key=lambda p: -abs(p.shift)))
+        # What the attribution says explains the cluster first, then the most shifted.
+        suggested = tuple(p.param for p in sorted(
+            found.sim_params, key=lambda p: (-(p.explained or 0.0), -abs(p.shift))))
         ids = [e for e in found.events if not ids or e in ids]
     if len(ids) > max_episodes:
         rng = np.random.default_rng(seed)
@@ -70,7 +74,10 @@ def resolve_target(ds: Dataset, *, cluster: str | None, episodes: Sequence[str] 
     return Target(cluster, tuple(ids), suggested)
 
 
-def _report(ds: Dataset, run: str | Path | None, seed: int, progress: bool) -> ReportModel:
+def _report(ds: Dataset, run: str | Path | ReportModel | None, seed: int, progress: bool
+            ) -> ReportModel:
+    if isinstance(run, ReportModel):
+        return run
     if run is not None:
         return Report.load(run).model
     from sim2real.api import analyze  # late: the analysis pulls in every stage
@@ -78,11 +85,12 @@ def _report(ds: Dataset, run: str | Path | None, seed: int, progress: bool) -> R
     return analyze(ds, seed=seed, progress=progress).model
 
 
-def _cluster(model: ReportModel, cluster: str, run: str | Path | None) -> ClusterReport:
+def _cluster(model: ReportModel, cluster: str, run: str | Path | ReportModel | None
+             ) -> ClusterReport:
     for c in model.clusters:
         if c.cluster_id == cluster:
             return c
-    where = f"{run}/report.json" if run is not None else "the analysis"
+    where = f"{run}/report.json" if isinstance(run, str | Path) else "the analysis"
     known = ", ".join(c.cluster_id for c in model.clusters) or "none"
     msg = f"cluster {cluster!r} is not in {where}; its clusters: {known}"
     raise UsageError(msg)

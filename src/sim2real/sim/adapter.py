@@ -12,7 +12,8 @@ Adapters are found by name in the ``sim2real.adapters`` entry-point group (sim2r
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -26,7 +27,9 @@ __all__ = [
     "RolloutResult",
     "SimulatorAdapter",
     "available_adapters",
+    "is_deterministic",
     "load_adapter",
+    "parse_options",
 ]
 
 ENTRY_POINT_GROUP = "sim2real.adapters"
@@ -79,6 +82,11 @@ class SimulatorAdapter(Protocol):
         name: shown in outputs.
         command_channels: the channels that hold the commands an open-loop replay feeds
             back in; empty when the adapter only runs its policy closed-loop.
+
+    Optional: a class attribute ``deterministic = True`` says a rollout does not depend on
+    ``request.seed`` (no sensor noise, no random effects); each episode is then replayed
+    once per candidate instead of once per seed. Constructor keyword arguments come from
+    ``--adapter-option key=value`` (``adapter_options`` in the Python API).
     """
 
     name: str
@@ -98,17 +106,51 @@ def available_adapters() -> dict[str, str]:
     return _BUILTIN | {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def load_adapter(spec: str | SimulatorAdapter = "demo") -> SimulatorAdapter:
+def is_deterministic(adapter: SimulatorAdapter) -> bool:
+    """Whether the adapter declares that its rollouts ignore the seed."""
+    return getattr(adapter, "deterministic", False) is True
+
+
+def parse_options(items: Sequence[str]) -> dict[str, object]:
+    """``key=value`` strings as constructor keyword arguments.
+
+    A value is read as JSON where it parses (``3``, ``0.5``, ``true``, ``[1, 2]``), else
+    kept as a string (``model=/path/hopper.xml``).
+
+    Raises:
+        UsageError: an item without ``=`` or with an empty or non-identifier key.
+    """
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            msg = f"expected an adapter option as key=value, got {item!r}"
+            raise UsageError(msg)
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def load_adapter(spec: str | SimulatorAdapter = "demo",
+                 options: Mapping[str, object] | None = None) -> SimulatorAdapter:
     """An adapter instance from an entry-point name or a ``module:Class`` path.
 
     Args:
         spec: an installed adapter's name (``demo``), ``module:Class``, or an adapter.
+        options: keyword arguments for the adapter class' constructor.
 
     Raises:
-        UsageError: no adapter of that name, or the class does not implement the protocol.
-        SimulatorError: the adapter's module fails to import or the class to construct.
+        UsageError: no adapter of that name, the class does not implement the protocol,
+            or options given with an adapter instance.
+        SimulatorError: the adapter's module fails to import or the class to construct
+            (an unknown option included).
     """
     if not isinstance(spec, str):
+        if options:
+            raise UsageError("adapter options need an adapter name, not an instance")
         return _checked(spec, repr(spec))
     target = spec if ":" in spec else available_adapters().get(spec)
     if target is None:
@@ -123,7 +165,13 @@ def load_adapter(spec: str | SimulatorAdapter = "demo") -> SimulatorAdapter:
         msg = f"cannot load simulator adapter {target!r}: {err}"
         raise SimulatorError(msg) from err
     try:
-        adapter = cls()
+        adapter = cls(**dict(options or {}))
+    except TypeError as err:
+        if not options:
+            raise SimulatorError(f"simulator adapter {target!r} failed to start: {err}") from err
+        msg = (f"simulator adapter {target!r} does not take the options "
+               f"{', '.join(options)}: {err}")
+        raise UsageError(msg) from err
     except Exception as err:  # a third-party constructor may raise anything
         msg = f"simulator adapter {target!r} failed to start: {err}"
         raise SimulatorError(msg) from err

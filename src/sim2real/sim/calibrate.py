@@ -2,17 +2,29 @@
 
 For a cluster's real episodes, replay their initial states (and recorded commands, where
 the adapter replays open-loop) in sim and minimise the mean replay drift (see
-:mod:`sim2real.sim._replay`) over the chosen parameters with CMA-ES. Several independent
-fits from different starts give the uncertainty together with the spread of each fit's
-final population; fits that disagree, or a discrepancy that stays flat when a parameter
-moves, mean the data cannot pin that parameter down, and the result says so.
+:mod:`sim2real.sim._replay`) over the chosen parameters with CMA-ES. The budget counts
+candidate evaluations: one candidate is every chosen episode replayed on every seed.
+
+The result says how far to trust each value, and what to do when not:
+
+- **uncertainty**: the local curvature of the discrepancy at the fit (how far the
+  parameter moves before the discrepancy rises by one standard error of the episodes'
+  paired changes), combined with the spread between independent fits (restarts); with a
+  single restart the between-fit spread is not estimated and the result says so;
+- **convergence**: the restarts agree and the discrepancy stopped falling; fits that
+  disagree while one ends clearly worse mean the budget ran out (raise it), not that the
+  data are silent;
+- **identifiability**: the discrepancy is flat along the parameter at the fit, or fits
+  far apart explain the data equally well (add episodes that tell them apart);
+- **the search box**: a fit on its edge may have the truth beyond it (widen the search).
 """
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,54 +35,118 @@ from sim2real._optional import require
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.dataset.schema import ParamRange
 from sim2real.errors import UsageError
+from sim2real.report.model import ReportModel
 from sim2real.sim._replay import (
     ReplayRunner,
     load_scenarios,
     replay_drift,
+    resolve_objective,
     sim_channels_and_scales,
 )
 from sim2real.sim._space import SearchSpace
 from sim2real.sim._target import resolve_target
-from sim2real.sim.adapter import SimulatorAdapter, load_adapter
+from sim2real.sim.adapter import SimulatorAdapter, is_deterministic, load_adapter
 
-__all__ = ["Calibration", "CalibrationConfig", "ParamFit", "calibrate"]
+__all__ = ["Calibration", "CalibrationConfig", "ParamFit", "Plan", "calibrate", "plan"]
 
 _DISAGREE = 0.25  # fits further apart than this (range units) disagree
-_PROBE = 0.35  # range units a parameter is moved to test for a flat discrepancy
-_FLAT = 0.03  # relative rise of the discrepancy below which it counts as flat
+_PROBE = 0.35  # range units a parameter is moved to measure the curvature
+_FLAT = 0.03  # relative change of the discrepancy below which it counts as unchanged
+_FLOOR = 0.01  # ...and absolute: a hundredth of the sim rollouts' own spread
+_EDGE = 0.03  # a fit within this share of the search box's width from a bound is on its edge
 _DEFAULT_PARAMS = 2  # parameters fitted when neither the user nor a report names them
+_MIN_GENERATIONS = 4  # per fit, the scan included, before a second restart is worth it
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """The search budget: ``restarts * generations * popsize`` candidates, each replaying
-    ``max_episodes`` episodes ``seeds`` times.
+    """What a calibration may spend and how it compares.
 
     Attributes:
-        popsize: CMA-ES population per generation.
-        generations: generations per fit, the first being the scan.
+        budget: candidate evaluations in all (see :func:`plan`); each replays
+            ``max_episodes`` episodes ``seeds`` times.
         restarts: independent fits, each a scan of the search box then CMA-ES from its
-            best point; their spread is part of the uncertainty.
+            best point; ``None`` chooses 2 where the budget allows, else 1.
         max_episodes: real episodes replayed (a seeded subset of a bigger cluster).
-        seeds: replays per episode and candidate (sensor noise seeds).
+        seeds: replays per episode and candidate (sensor noise seeds); 1 for an adapter
+            that declares ``deterministic = True``.
         widen: how far beyond the randomisation range to search (see ``SearchSpace``).
         sigma0: initial step size, in randomisation-range units.
+        objective: ``summary``, ``trajectory`` or ``auto`` (see :mod:`sim2real.sim._replay`;
+            ``auto`` is ``trajectory`` for an open-loop adapter).
         seed: every random choice derives from it.
     """
 
-    popsize: int = 8
-    generations: int = 8
-    restarts: int = 2
+    budget: int = 120
+    restarts: int | None = None
     max_episodes: int = 6
     seeds: int = 2
     widen: float = 4.0
     sigma0: float = 0.6
+    objective: str = "auto"
     seed: int = 0
 
 
 @dataclass(frozen=True)
+class Plan:
+    """How a budget is spent: ``restarts * (generations * popsize + 2) + 1 + 2 * n_params``
+    candidates (each fit's generations, the first being the scan; its mean and best
+    re-evaluated; nominal; two curvature probes per parameter)."""
+
+    budget: int
+    restarts: int
+    popsize: int
+    generations: int
+    candidates: int
+
+
+def plan(budget: int, n_params: int, restarts: int | None = None) -> Plan:
+    """Split ``budget`` candidate evaluations into restarts, generations and population.
+
+    The population is CMA-ES's default for the dimension; it shrinks (to 4) before a fit
+    gets fewer than two generations.
+
+    Raises:
+        UsageError: the budget cannot pay for two generations of every restart.
+    """
+    fixed = 1 + 2 * n_params
+    popsize = 4 + int(3 * math.log(max(n_params, 2)))
+
+    def generations(r: int, p: int) -> int:
+        return (budget - fixed - 2 * r) // (r * p)
+
+    if restarts is None:
+        restarts = 2 if generations(2, popsize) >= _MIN_GENERATIONS else 1
+    if restarts < 1:
+        raise UsageError(f"--restarts must be at least 1, got {restarts}")
+    while generations(restarts, popsize) < 2 and popsize > 4:
+        popsize -= 1
+    g = generations(restarts, popsize)
+    if g < 2:
+        need = restarts * (2 * 4 + 2) + fixed
+        msg = (f"--budget {budget} is too small for {n_params} parameter(s) and {restarts} "
+               f"restart(s): give at least {need} candidate evaluations")
+        raise UsageError(msg)
+    return Plan(budget, restarts, popsize, g, restarts * (g * popsize + 2) + fixed)
+
+
+@dataclass(frozen=True)
 class ParamFit:
-    """One fitted parameter (values in the parameter's own units)."""
+    """One fitted parameter (values in the parameter's own units).
+
+    Attributes:
+        std: the uncertainty: ``std_curvature`` and ``std_between`` combined, as far as
+            they are estimated; ``None`` when neither is.
+        std_curvature: how far the parameter moves before the discrepancy rises by one
+            standard error (``None`` where the discrepancy does not curve up around the fit).
+        std_between: the spread of the independent fits (``None`` with one restart).
+        fits: each restart's value.
+        converged: the restarts agree (``None`` with one restart: not tested).
+        identifiable: the data pin it down (the discrepancy is not flat along it, and fits
+            that disagree do not explain the data equally well).
+        at_edge: the fit lies on the edge of the search box.
+        note: what the flags mean and what to do.
+    """
 
     param: str
     sim_low: float
@@ -79,16 +155,25 @@ class ParamFit:
     search_low: float
     search_high: float
     fitted: float
-    std: float
+    std: float | None
+    std_curvature: float | None
+    std_between: float | None
     fits: list[float]
     outside_range: bool
     identifiable: bool
+    converged: bool | None
+    at_edge: bool
     note: str | None = None
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The result of :func:`calibrate`, written as ``calibration.json``."""
+    """The result of :func:`calibrate`, written as ``calibration.json``.
+
+    ``plan`` says how the budget was spent (``candidates`` evaluated, each ``seeds``
+    replays of every episode; ``rollouts`` in all); ``converged`` is false when the
+    discrepancy was still falling at the end or fits disagree with one clearly worse.
+    """
 
     cluster_id: str | None
     adapter: str
@@ -96,11 +181,16 @@ class Calibration:
     params: list[ParamFit]
     discrepancy_before: float
     discrepancy_after: float
+    fit_discrepancies: list[float]
+    converged: bool
+    objective: str
+    seeds: int
+    plan: dict[str, int]
     rollouts: int
     wall_s: float
     config: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    schema_version: int = 1
+    schema_version: int = 2
 
     @property
     def fitted(self) -> dict[str, float]:
@@ -110,14 +200,26 @@ class Calibration:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class _Fit:
+    """One restart: its chosen point, the discrepancy there (mean and per episode) and the
+    best discrepancy after each generation."""
+
+    x: np.ndarray
+    d: float
+    per_episode: np.ndarray
+    history: list[float]
+
+
 def calibrate(
     dataset: str | Path | Dataset,
     *,
     cluster: str | None = None,
     episodes: Sequence[str] | None = None,
-    run: str | Path | None = None,
+    run: str | Path | ReportModel | None = None,
     params: Sequence[str] | None = None,
     adapter: str | SimulatorAdapter = "demo",
+    adapter_options: Mapping[str, object] | None = None,
     config: CalibrationConfig | None = None,
     workers: int | None = None,
     progress: bool = False,
@@ -128,11 +230,12 @@ def calibrate(
         dataset: the dataset folder (or loaded dataset) the cluster came from.
         cluster: the cluster ID; its events are taken from ``run`` or a fresh analysis.
         episodes: real episode IDs to replay instead of (or within) the cluster.
-        run: an ``analyze`` output folder holding ``report.json``.
+        run: an ``analyze`` output folder holding ``report.json``, or its report.
         params: parameters to fit (without ``param.``); default: the report's most
             shifted ``sim_params``, else the first two of the dataset.
         adapter: an adapter name, ``module:Class`` or instance.
-        config: the search budget.
+        adapter_options: keyword arguments for the adapter's constructor.
+        config: the budget and how candidates are compared.
         workers: rollout processes (all cores by default).
         progress: show a progress bar on stderr.
 
@@ -146,52 +249,72 @@ def calibrate(
     start = time.perf_counter()
     cfg = config or CalibrationConfig()
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    sim = load_adapter(adapter)
+    sim = load_adapter(adapter, adapter_options)
+    seeds = 1 if is_deterministic(sim) else cfg.seeds
+    objective = resolve_objective(cfg.objective, sim)
     target = resolve_target(ds, cluster=cluster, episodes=episodes, run=run,
                             max_episodes=cfg.max_episodes, seed=cfg.seed, progress=progress)
     names = _param_names(ds, params, target.suggested)
+    how = plan(cfg.budget, len(names), cfg.restarts)
     space = SearchSpace(tuple(ds.params[n] for n in names), cfg.widen)
-    channels, scale = sim_channels_and_scales(ds, cfg.seed)
-    scenarios = load_scenarios(ds, target.episodes, sim, channels)
+    yard = sim_channels_and_scales(ds, cfg.seed)
+    scenarios = load_scenarios(ds, target.episodes, sim, yard.channels, objective)
+    scale = yard.scale(scenarios)
     base = {n: r.nominal for n, r in ds.params.items()}
-    per_candidate = len(scenarios) * cfg.seeds
-    total = per_candidate * (cfg.restarts * (cfg.generations * cfg.popsize + 2) + 1
-                             + 2 * len(names))
-    with ReplayRunner(sim, scenarios, channels, cfg.seeds, workers=workers, progress=progress,
-                      total=total, label="calibration replays") as runner:
-        def objective(xs: Sequence[np.ndarray]) -> np.ndarray:
+    with ReplayRunner(sim, scenarios, yard.channels, seeds, workers=workers,
+                      progress=progress, total=len(scenarios) * seeds * how.candidates,
+                      label="calibration replays") as runner:
+        def per_episode(xs: Sequence[np.ndarray]) -> np.ndarray:
             batch = runner.run([base | space.values(x) for x in xs])
-            return replay_drift(scenarios, batch, scale).mean(axis=1)
+            return replay_drift(scenarios, batch, scale)
 
-        raw = [_fit(objective, space, cfg, r) for r in range(cfg.restarts)]
+        raw = [_fit(lambda xs: per_episode(xs).mean(axis=1), space, how, cfg, r)
+               for r in range(how.restarts)]
         # Each fit offers its final mean and its best candidate; on a cliff-edged
         # discrepancy either may be the better one, so both are replayed once more.
-        offers = [np.zeros(len(names))] + [x for f in raw for x in (f[0], f[2])]
-        d_offers = objective(offers)
+        offers = [np.zeros(len(names))] + [x for f in raw for x in f[:2]]
+        d_offers = per_episode(offers)
         fits = []
-        for r, f in enumerate(raw):
-            pick = int(np.argmin(d_offers[1 + 2 * r:3 + 2 * r]))
-            fits.append((f[2] if pick else f[0], f[1], float(d_offers[1 + 2 * r + pick])))
-        best = min(fits, key=lambda f: f[2])
-        x_fit, d_before, d_after = best[0], float(d_offers[0]), best[2]
+        for r, (mean, best_x, history) in enumerate(raw):
+            rows = d_offers[1 + 2 * r:3 + 2 * r]
+            pick = int(np.argmin(rows.mean(axis=1)))
+            fits.append(_Fit((mean, best_x)[pick], float(rows[pick].mean()), rows[pick],
+                             history))
+        best = min(fits, key=lambda f: f.d)
         lo, hi = space.bounds()
-        probes = []  # each parameter moved below and above the fit
+        probes, steps = [], []  # each parameter moved below and above the fit
         for i in range(len(names)):
             for step in (-_PROBE, _PROBE):
-                p = x_fit.copy()
+                p = best.x.copy()
                 p[i] = float(np.clip(p[i] + step, lo[i], hi[i]))
                 probes.append(p)
-        d_probe = objective(probes)
-        results = _param_fits(space, fits, x_fit, d_after, d_probe)
+                steps.append(abs(p[i] - best.x[i]))
+        d_probe = per_episode(probes)
         rollouts = runner.rollouts
+    d_before = float(d_offers[0].mean())
+    results = _param_fits(space, fits, best, d_probe, np.array(steps), cfg.widen)
     notes = [f"{p.param}: {p.note}" for p in results if p.note]
-    if d_after >= d_before:
+    tol = max(_FLAT * best.d, _FLOOR)
+    falling = [r + 1 for r, f in enumerate(fits) if _still_falling(f.history, tol)]
+    if falling:
+        notes.append(f"the discrepancy was still falling when the budget ran out (fit "
+                     f"{', '.join(map(str, falling))} of {how.restarts}): not converged; "
+                     "raise --budget")
+    if how.restarts == 1:
+        notes.append("one restart: the spread between independent fits is not estimated, so "
+                     "the uncertainty is the local curvature's alone and convergence is "
+                     "judged on one fit; give --restarts 2 or a larger --budget")
+    if best.d >= d_before:
         notes.append("the fit did not reduce the discrepancy: the chosen parameters do not "
                      "explain these episodes, or the budget is too small")
-    return Calibration(target.cluster_id, sim.name, list(target.episodes), results,
-                       round(d_before, 4), round(d_after, 4), rollouts,
-                       round(time.perf_counter() - start, 2), asdict(cfg) | {"params": names},
-                       notes)
+    converged = not falling and all(p.converged is not False for p in results)
+    return Calibration(
+        cluster_id=target.cluster_id, adapter=sim.name, episodes=list(target.episodes),
+        params=results, discrepancy_before=round(d_before, 4),
+        discrepancy_after=round(best.d, 4), fit_discrepancies=[round(f.d, 4) for f in fits],
+        converged=converged, objective=objective, seeds=seeds, plan=asdict(how),
+        rollouts=rollouts, wall_s=round(time.perf_counter() - start, 2),
+        config=asdict(cfg) | {"params": names}, warnings=notes)
 
 
 def _param_names(ds: Dataset, params: Sequence[str] | None, suggested: Sequence[str]
@@ -210,22 +333,23 @@ def _param_names(ds: Dataset, params: Sequence[str] | None, suggested: Sequence[
     return names
 
 
-def _fit(objective: Any, space: SearchSpace, cfg: CalibrationConfig, restart: int
-         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fit(objective: Callable[[Sequence[np.ndarray]], np.ndarray], space: SearchSpace,
+         how: Plan, cfg: CalibrationConfig, restart: int
+         ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """One fit: a space-filling scan of the search box, then CMA-ES from its best point.
 
-    Returns the final distribution mean, its per-coordinate spread and the best candidate
-    seen (the scan's included). The scan (one
-    generation's worth of a Latin hypercube) is there because reality's value is often
-    far outside the randomisation range, behind a plateau where the discrepancy does not
-    change (a grip that holds whatever the friction, until it slips): CMA-ES started at
-    nominal would never see past it.
+    Returns the final distribution mean, the best candidate seen (the scan's included) and
+    the best discrepancy after each generation. The scan (one generation's worth of a
+    Latin hypercube) is there because reality's value is often far outside the
+    randomisation range, behind a plateau where the discrepancy does not change (a grip
+    that holds whatever the friction, until it slips): CMA-ES started at nominal would
+    never see past it.
     """
     n = len(space.ranges)
     rng = np.random.default_rng([cfg.seed, restart])
     lo, hi = np.array(space.bounds()[0]), np.array(space.bounds()[1])
-    cells = (rng.permuted(np.tile(np.arange(cfg.popsize), (n, 1)), axis=1).T
-             + rng.uniform(size=(cfg.popsize, n))) / cfg.popsize
+    cells = (rng.permuted(np.tile(np.arange(how.popsize), (n, 1)), axis=1).T
+             + rng.uniform(size=(how.popsize, n))) / how.popsize
     scan = lo + cells * (hi - lo)
     if restart == 0:
         scan[0] = 0.0  # nominal is always a candidate: no fit ends worse than no change
@@ -239,47 +363,85 @@ def _fit(objective: Any, space: SearchSpace, cfg: CalibrationConfig, restart: in
         cma = require("cma", "calibrate")
     es = cma.CMAEvolutionStrategy(
         list(x0) + [0.0] * pad, cfg.sigma0,
-        {"bounds": [list(lo) + [-1.0] * pad, list(hi) + [1.0] * pad], "popsize": cfg.popsize,
+        {"bounds": [list(lo) + [-1.0] * pad, list(hi) + [1.0] * pad], "popsize": how.popsize,
          "seed": cfg.seed * 1000 + restart + 1, "verbose": -9})
     best, f_best = x0, float(np.min(f_scan))
-    for _ in range(max(cfg.generations - 1, 1)):
+    history = [f_best]
+    for _ in range(how.generations - 1):
         xs = es.ask()
         f = objective([np.asarray(x[:n]) for x in xs])
         es.tell(xs, list(f))
         if float(np.min(f)) < f_best:
             best, f_best = np.asarray(xs[int(np.argmin(f))][:n]), float(np.min(f))
-    res = es.result
-    return np.asarray(res.xfavorite[:n]), np.asarray(res.stds[:n]), np.asarray(best)
+        history.append(f_best)
+    return np.asarray(es.result.xfavorite[:n]), np.asarray(best), history
 
 
-def _param_fits(space: SearchSpace, fits: Sequence[tuple[np.ndarray, np.ndarray, float]],
-                x_fit: np.ndarray, d_fit: float, d_probe: np.ndarray) -> list[ParamFit]:
-    """Per parameter: value, uncertainty (population and between-fit spread), flags."""
+def _still_falling(history: Sequence[float], tol: float) -> bool:
+    """Whether the best discrepancy fell by more than ``tol`` over the last third of a fit."""
+    back = max(1, len(history) // 3)
+    return len(history) > 1 and history[-1 - back] - history[-1] > tol
+
+
+def _param_fits(space: SearchSpace, fits: Sequence[_Fit], best: _Fit, d_probe: np.ndarray,
+                steps: np.ndarray, widen: float) -> list[ParamFit]:
+    """Per parameter: value, uncertainty (curvature and between fits), flags and advice."""
     lo, hi = space.bounds()
+    tol = max(_FLAT * best.d, _FLOOR)
+    equal = all(f.d - best.d <= tol for f in fits)
     out = []
     for i, r in enumerate(space.ranges):
-        xs = np.array([f[0][i] for f in fits])
-        pop = float(np.sqrt(np.mean([f[1][i] ** 2 for f in fits])))
-        x_std = float(np.sqrt(pop**2 + (xs.var(ddof=1) if xs.size > 1 else 0.0)))
-        rises = (float(d_probe[2 * i] - d_fit), float(d_probe[2 * i + 1] - d_fit))
-        tol = _FLAT * max(d_fit, 1e-9)
-        notes, bound = [], None
-        if xs.size > 1 and float(np.ptp(xs)) > _DISAGREE:
-            notes.append("independent fits disagree")
-        if max(rises) < tol:
-            notes.append("the discrepancy is flat along it")
-        elif min(rises) < tol:
+        x = float(best.x[i])
+        xs = np.array([f.x[i] for f in fits])
+        diff = d_probe[2 * i:2 * i + 2] - best.per_episode  # (2, n_episodes)
+        rises = diff.mean(axis=1)
+        n_ep = diff.shape[1]
+        noise = float(diff.std(axis=1, ddof=1).mean() / math.sqrt(n_ep)) if n_ep > 1 else tol
+        h = steps[2 * i:2 * i + 2]
+        curv = (2 * (rises[0] / h[0] + rises[1] / h[1]) / (h[0] + h[1])
+                if h.min() > 0 else 0.0)
+        s_curv = math.sqrt(2 * max(noise, 1e-12) / curv) if curv > 0 else None
+        s_between = float(xs.std(ddof=1)) if xs.size > 1 else None
+        parts = [s for s in (s_curv, s_between) if s is not None]
+        s_all = math.sqrt(sum(s * s for s in parts)) if parts else None
+        disagree = xs.size > 1 and float(np.ptp(xs)) > _DISAGREE
+        width = hi[i] - lo[i]
+        at_edge = min(x - lo[i], hi[i] - x) < _EDGE * width
+        values = ", ".join(f"{space.value(r, float(v)):.4g}" for v in xs)
+        notes, identifiable, converged = [], True, None if xs.size < 2 else not disagree
+        if float(rises.max()) < tol:
+            identifiable = False
+            notes.append("not identifiable: the discrepancy is flat along it at the fit; add "
+                         "episodes that exercise it, or set it from another measurement")
+        elif disagree and equal:
+            identifiable, converged = False, True
+            notes.append(f"not identifiable: independent fits at {values} explain the data "
+                         "equally well; add episodes that tell them apart")
+        elif disagree:
+            notes.append(f"not converged at this budget: independent fits disagree ({values}) "
+                         "and one ends with a clearly higher discrepancy; raise --budget")
+        elif float(rises.min()) < tol:
             side = "below" if rises[0] < tol else "above"
-            bound = f"the discrepancy stays flat {side} the fit: the data bound it on one side only"
-        value = space.value(r, float(x_fit[i]))
+            notes.append(f"bounded on one side only: the discrepancy stays flat {side} the "
+                         "fit, so the value is a bound, not an estimate")
+        if at_edge:
+            notes.append(f"on the edge of the search box "
+                         f"({space.value(r, lo[i]):.4g}..{space.value(r, hi[i]):.4g}): the "
+                         f"truth may lie beyond it; widen the search (--widen {2 * widen:g})")
+        value = space.value(r, x)
         out.append(ParamFit(
             param=r.name, sim_low=r.low, sim_high=r.high, sim_nominal=r.nominal,
             search_low=_r(space.value(r, lo[i])), search_high=_r(space.value(r, hi[i])),
-            fitted=_r(value), std=_r(space.value_std(r, float(x_fit[i]), x_std)),
-            fits=[_r(space.value(r, float(x))) for x in xs],
-            outside_range=not r.low <= value <= r.high, identifiable=not notes,
-            note=("not identifiable: " + " and ".join(notes)) if notes else bound))
+            fitted=_r(value), std=_std(space, r, x, s_all),
+            std_curvature=_std(space, r, x, s_curv), std_between=_std(space, r, x, s_between),
+            fits=[_r(space.value(r, float(v))) for v in xs],
+            outside_range=not r.low <= value <= r.high, identifiable=identifiable,
+            converged=converged, at_edge=at_edge, note="; ".join(notes) or None))
     return out
+
+
+def _std(space: SearchSpace, r: ParamRange, x: float, s: float | None) -> float | None:
+    return None if s is None else _r(space.value_std(r, x, s))
 
 
 def _r(v: float) -> float:

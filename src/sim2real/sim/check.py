@@ -1,9 +1,18 @@
 """The counterfactual check: does a proposed sim update really explain a cluster?
 
-Replay the cluster's real failures in sim twice, at the current values and with the
-proposed update, on the same seeds. An update explains the cluster when the replays now
-fail as the real episodes did and the replay drift of the cluster's events falls; one
-that leaves the replays succeeding does not explain it, whatever else it changes.
+Replay the cluster's real episodes in sim twice, at the current values and with the
+proposed update, on the same seeds. The update explains the cluster when two tests agree:
+
+- **the outcome is reproduced**: the replays' failure share under the update is
+  consistent with the real episodes' (Fisher's exact test on the two sets of counts does
+  not tell them apart; the replays' exact interval is reported beside it);
+- **the drift falls**: the replays' drift under the update is significantly lower than at
+  the current values (a one-sided paired t-test over the replays, same episode and seed).
+
+How much more often the replays fail than at the current values is reported, not required:
+a sim that already fails most replays at the current values (80 % where reality failed
+every time) cannot gain much, and the true parameters must still pass. Every threshold is a
+p-value on integer counts or paired scores, never a difference of rates compared as floats.
 """
 
 from __future__ import annotations
@@ -16,18 +25,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from sim2real.dataset import Dataset, load_dataset
 from sim2real.errors import UsageError
-from sim2real.sim._replay import ReplayRunner, load_scenarios, replay_drift, sim_channels_and_scales
+from sim2real.report.model import ReportModel
+from sim2real.sim._replay import (
+    ReplayRunner,
+    load_scenarios,
+    replay_scores,
+    sim_channels_and_scales,
+)
 from sim2real.sim._target import resolve_target
-from sim2real.sim.adapter import SimulatorAdapter, load_adapter
+from sim2real.sim.adapter import SimulatorAdapter, is_deterministic, load_adapter
 
 __all__ = ["CHECK_JSON", "Check", "check", "check_evidence"]
 
 CHECK_JSON = "check.json"
-_MIN_RATE = 0.5  # replays must fail at least this share of the real failure rate
-_MIN_GAIN = 0.2  # ...and this much more often than at the current values
+ALPHA = 0.05  # the level of both tests
 
 
 @dataclass(frozen=True)
@@ -35,14 +50,23 @@ class Check:
     """The result of :func:`check`, written as ``check.json``.
 
     Attributes:
-        reproduces: whether the update makes sim reproduce the cluster's failures.
-        failure_rate_real: share of the replayed real episodes that failed (1 for a
-            cluster of failures).
+        reproduces: whether the update explains the events: ``outcome_reproduced`` and
+            ``drift_falls`` both hold.
+        failures_real / episodes_real: how many of the replayed real episodes failed.
+        failures_after / replays: how many replays failed with the update, of how many.
+        failure_rate_real: ``failures_real / episodes_real``.
         failure_rate_before / failure_rate_after: share of replays that fail at the
             current values / with the update.
+        failure_rate_after_low / failure_rate_after_high: the exact (Clopper-Pearson) 95 %
+            interval of ``failure_rate_after``.
+        outcome_p_value: Fisher's exact test, real counts against the update's replays;
+            ``outcome_reproduced`` when it is at least ``alpha``.
         drift_before / drift_after: mean replay drift of the events (about 1: as far from
             their replays as sim rollouts are from each other).
         drift_fall: ``1 - drift_after / drift_before``.
+        drift_p_value: one-sided paired t-test that the drift falls; ``drift_falls`` when
+            it is below ``alpha``.
+        failure_gain: ``failure_rate_after - failure_rate_before`` (reported, not required).
         per_event: episode ID -> failure rates and drifts before and after.
         verdict: one sentence saying what the evidence means.
     """
@@ -54,17 +78,30 @@ class Check:
     episodes: list[str]
     seeds: int
     reproduces: bool
+    outcome_reproduced: bool
+    drift_falls: bool
+    failures_real: int
+    episodes_real: int
+    failures_before: int
+    failures_after: int
+    replays: int
     failure_rate_real: float
     failure_rate_before: float
     failure_rate_after: float
+    failure_rate_after_low: float
+    failure_rate_after_high: float
+    failure_gain: float
+    outcome_p_value: float
     drift_before: float
     drift_after: float
     drift_fall: float
+    drift_p_value: float
+    alpha: float
     verdict: str
     rollouts: int
     wall_s: float
     per_event: dict[str, dict[str, float]] = field(default_factory=dict)
-    schema_version: int = 1
+    schema_version: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,26 +113,28 @@ def check(
     *,
     cluster: str | None = None,
     episodes: Sequence[str] | None = None,
-    run: str | Path | None = None,
+    run: str | Path | ReportModel | None = None,
     baseline: Mapping[str, float] | None = None,
     adapter: str | SimulatorAdapter = "demo",
+    adapter_options: Mapping[str, object] | None = None,
     seeds: int = 3,
     max_episodes: int = 12,
     seed: int = 0,
     workers: int | None = None,
     progress: bool = False,
 ) -> Check:
-    """Replay a cluster's real failures with and without a proposed parameter update.
+    """Replay a cluster's real episodes with and without a proposed parameter update.
 
     Args:
         dataset: the dataset folder (or loaded dataset) the cluster came from.
         update: parameter -> proposed value (``param.`` prefix optional).
         cluster: the cluster ID; its events come from ``run`` or a fresh analysis.
         episodes: real episode IDs to replay instead of (or within) the cluster.
-        run: an ``analyze`` output folder holding ``report.json``.
+        run: an ``analyze`` output folder holding ``report.json``, or its report.
         baseline: the current values; default the dataset's nominal values.
         adapter: an adapter name, ``module:Class`` or instance.
-        seeds: replays per episode and setting.
+        adapter_options: keyword arguments for the adapter's constructor.
+        seeds: replays per episode and setting (1 for a deterministic adapter).
         max_episodes: replay at most this many of the cluster's events.
         seed: chooses the episodes of a bigger cluster.
         workers: rollout processes (all cores by default).
@@ -111,31 +150,67 @@ def check(
         raise UsageError("give the proposed update, e.g. --set param.friction=0.35")
     new = _named(ds, update)
     old = {n: r.nominal for n, r in ds.params.items()} | _named(ds, baseline or {})
-    sim = load_adapter(adapter)
+    sim = load_adapter(adapter, adapter_options)
+    seeds = 1 if is_deterministic(sim) else seeds
     target = resolve_target(ds, cluster=cluster, episodes=episodes, run=run,
                             max_episodes=max_episodes, seed=seed, progress=progress)
-    channels, scale = sim_channels_and_scales(ds, seed)
-    scenarios = load_scenarios(ds, target.episodes, sim, channels)
-    with ReplayRunner(sim, scenarios, channels, seeds, workers=workers, progress=progress,
+    yard = sim_channels_and_scales(ds, seed)
+    scenarios = load_scenarios(ds, target.episodes, sim, yard.channels)
+    scale = yard.scale(scenarios)
+    with ReplayRunner(sim, scenarios, yard.channels, seeds, workers=workers, progress=progress,
                       total=2 * len(scenarios) * seeds, label="counterfactual replays") as runner:
         batch = runner.run([old, old | new])
         rollouts = runner.rollouts
-    drift = replay_drift(scenarios, batch, scale)  # (2, n_scenarios)
-    rates = batch.failed.mean(axis=2)  # (2, n_scenarios)
-    real_rate = float(np.mean([s.real_failed for s in scenarios]))
-    before, after = float(rates[0].mean()), float(rates[1].mean())
+    scores = replay_scores(scenarios, batch, scale)  # (2, n_scenarios, seeds)
+    drift = scores.mean(axis=2)
+    rates = batch.failed.mean(axis=2)
+    k_real = sum(s.real_failed for s in scenarios)
+    n_real, n_rep = len(scenarios), int(batch.failed[1].size)
+    k_before, k_after = int(batch.failed[0].sum()), int(batch.failed[1].sum())
+    p_outcome = float(stats.fisher_exact([[k_real, n_real - k_real],
+                                          [k_after, n_rep - k_after]]).pvalue)
+    ci = stats.binomtest(k_after, n_rep).proportion_ci(0.95, method="exact")
+    p_drift = _paired_fall_p((scores[0] - scores[1]).ravel())
     d0, d1 = float(drift[0].mean()), float(drift[1].mean())
     fall = 1.0 - d1 / d0 if d0 > 0 else 0.0
-    ok = after >= _MIN_RATE * real_rate and after - before >= _MIN_GAIN and d1 < d0
+    reproduced, falls = p_outcome >= ALPHA, p_drift < ALPHA
     per_event = {s.episode_id: {"failure_rate_before": round(float(rates[0, i]), 3),
                                 "failure_rate_after": round(float(rates[1, i]), 3),
                                 "drift_before": round(float(drift[0, i]), 3),
                                 "drift_after": round(float(drift[1, i]), 3)}
                  for i, s in enumerate(scenarios)}
-    return Check(target.cluster_id, sim.name, new, {k: old[k] for k in new}, list(target.episodes),
-                 seeds, ok, round(real_rate, 3), round(before, 3), round(after, 3), round(d0, 4),
-                 round(d1, 4), round(fall, 4), _verdict(ok, new, before, after, fall),
-                 rollouts, round(time.perf_counter() - start, 2), per_event)
+    after = k_after / n_rep
+    return Check(
+        cluster_id=target.cluster_id, adapter=sim.name, update=new,
+        baseline={k: old[k] for k in new}, episodes=list(target.episodes), seeds=seeds,
+        reproduces=reproduced and falls, outcome_reproduced=reproduced, drift_falls=falls,
+        failures_real=k_real, episodes_real=n_real, failures_before=k_before,
+        failures_after=k_after, replays=n_rep, failure_rate_real=round(k_real / n_real, 3),
+        failure_rate_before=round(k_before / n_rep, 3), failure_rate_after=round(after, 3),
+        failure_rate_after_low=round(float(ci.low), 3),
+        failure_rate_after_high=round(float(ci.high), 3),
+        failure_gain=round((k_after - k_before) / n_rep, 3),
+        outcome_p_value=_p(p_outcome), drift_before=round(d0, 4), drift_after=round(d1, 4),
+        drift_fall=round(fall, 4), drift_p_value=_p(p_drift), alpha=ALPHA,
+        verdict=_verdict(new, reproduced, falls, k_real, n_real, k_after, n_rep, k_before,
+                         fall),
+        rollouts=rollouts, wall_s=round(time.perf_counter() - start, 2), per_event=per_event)
+
+
+def _paired_fall_p(diff: np.ndarray) -> float:
+    """One-sided p-value that the paired differences (before - after) are positive."""
+    diff = diff[np.isfinite(diff)]
+    if diff.size < 2 or not np.any(diff):
+        return 1.0
+    if np.ptp(diff) <= 1e-12 * np.max(np.abs(diff)):
+        # Identical differences (a deterministic sim on one seed): no spread to test
+        # against, the sign is the whole evidence.
+        return 0.0 if diff[0] > 0 else 1.0
+    return float(stats.ttest_1samp(diff, 0.0, alternative="greater").pvalue)
+
+
+def _p(p: float) -> float:
+    return float(f"{p:.3g}")
 
 
 def _named(ds: Dataset, values: Mapping[str, float]) -> dict[str, float]:
@@ -150,14 +225,21 @@ def _named(ds: Dataset, values: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def _verdict(ok: bool, update: Mapping[str, float], before: float, after: float,
-             fall: float) -> str:
+def _verdict(update: Mapping[str, float], reproduced: bool, falls: bool, k_real: int,
+             n_real: int, k_after: int, n_rep: int, k_before: int, fall: float) -> str:
     what = ", ".join(f"param.{k}={v:g}" for k, v in update.items())
-    rates = f"replays fail {after:.0%} of the time with it, {before:.0%} without"
-    if ok:
-        return (f"reproduces: with {what} sim fails as reality did ({rates}) and the "
-                f"events' replay drift falls {fall:.0%}; the update explains the cluster")
-    return (f"does not reproduce: with {what} {rates}, replay drift change {-fall:+.0%}; "
+    counts = (f"replays fail {k_after} of {n_rep} with it ({k_before} without), reality "
+              f"{k_real} of {n_real}")
+    drift = f"replay drift {'falls' if fall >= 0 else 'rises'} {abs(fall):.0%}"
+    if reproduced and falls:
+        return (f"reproduces: with {what} {counts}, and the events' {drift}; the update "
+                "explains the cluster")
+    why = []
+    if not reproduced:
+        why.append("the replays' outcomes do not match reality's")
+    if not falls:
+        why.append("the drift does not fall significantly")
+    return (f"does not reproduce: with {what} {counts}, {drift}; {' and '.join(why)}: "
             "this update does not explain the cluster")
 
 

@@ -28,10 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
 
 from sim2real._progress import Stages
+from sim2real._scratch import scratch_folder
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.location import fleet_of
@@ -76,6 +78,7 @@ def validate(
     previous: ReportModel | None = None,
     targets: Sequence[str] = (),
     skip_bad_episodes: bool = False,
+    scratch: str | Path | None = None,
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -93,6 +96,7 @@ def validate(
             recorded, and named first on the page.
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
             instead of failing (see :func:`~sim2real.dataset.load_dataset`).
+        scratch: where temporary files go (see :func:`sim2real.analyze`).
 
     Returns:
         The verdicts; no clusters when neither side has a real failure.
@@ -130,12 +134,23 @@ def validate(
         if out is not None:
             result.save(out)
         return result
-    diagnosis = diagnose(ds, config, deployments=baseline, stages=stages)
+    with scratch_folder(scratch, beside=out) as folder:
+        return _validate(ds, baseline, candidate, config, out, stages, previous, targets,
+                         base_real, cand_real, folder)
+
+
+def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
+              config: AnalysisConfig, out: str | Path | None, stages: Stages,
+              previous: ReportModel | None, targets: Sequence[str], base_real: pa.Table,
+              cand_real: pa.Table, scratch: Path) -> Validation:
+    """:func:`validate` once both sides are known to hold failures."""
+    failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
+    diagnosis = diagnose(ds, config, deployments=baseline, stages=stages, scratch=scratch,
+                         also=failures["episode_id"].to_pylist())
     base_n = base_real.num_rows
     cand_n = cand_real.num_rows
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
-    failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
     clusterer = diagnosis.clusterer
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
