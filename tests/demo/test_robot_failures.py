@@ -56,6 +56,7 @@ def test_normal_runs_as_reference_are_compared_with_normal_operation(
         # no channel of perception, one robot at one site, a reference that never fails:
         # none of these is stated as evidence
         assert "perception" not in cluster.explanation
+        assert "sim" not in cluster.explanation  # compared with normal runs, and says so
         assert "cell-1" not in cluster.explanation and "arm-1" not in cluster.explanation
     warned = " ".join(model.warnings)
     assert "longer than the failures' episodes" in warned
