@@ -85,10 +85,15 @@ def main() -> None:
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")
+@click.option("--scratch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for temporary files (signals regrouped by episode where the "
+                   "files are not sorted by it, large grids), removed after the run "
+                   "[default: beside --out].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_neighbors: int,
             window_s: float, min_cluster_size: int | None, rate_hz: float | None, engine: str,
-            address: str | None, skip_bad_episodes: bool, quiet: bool) -> None:
+            address: str | None, skip_bad_episodes: bool, scratch: Path | None,
+            quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
     Each real failure is matched to its nearest simulation rollouts of the same task (near
@@ -119,7 +124,8 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
     config = AnalysisConfig(n_neighbors=n_neighbors, window_s=window_s,
                             min_cluster_size=min_cluster_size, seed=seed, rate_hz=rate_hz)
     report = run_analyze(dataset, out, previous=previous, config=config, progress=not quiet,
-                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes)
+                         engine=engine, address=address, skip_bad_episodes=skip_bad_episodes,
+                         scratch=scratch)
     if not quiet:
         from sim2real.report.console import print_report
 
