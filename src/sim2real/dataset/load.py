@@ -326,7 +326,9 @@ def signal_batches(file: Location, columns: Sequence[str]) -> Iterator[pa.Record
                                          default_fragment_scan_options=_VERIFY)
             source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
         present = [c for c in columns if c in source.schema.names]
-        yield from source.to_batches(columns=present)
+        # A short read-ahead: two cores are kept busy by a few batches, and each waiting
+        # batch of a wide row group is tens of megabytes.
+        yield from source.to_batches(columns=present, batch_readahead=4, fragment_readahead=1)
     except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 

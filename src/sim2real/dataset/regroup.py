@@ -40,7 +40,7 @@ __all__ = ["Clustering", "PartOrder", "clustering", "part_order", "regroup"]
 # many decoded bytes: a bucket written here, or a small file of whole episodes.
 WHOLE_PART_BYTES = 512 << 20
 # Rows waiting to be written, all buckets together: one flush writes a row group to each.
-_BUFFER_BYTES = 256 << 20
+_BUFFER_BYTES = 128 << 20
 
 
 class PartOrder(NamedTuple):
