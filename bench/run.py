@@ -63,8 +63,7 @@ def measure_size(name: str, engine: str, with_report: bool, layouts: list[str],
         if with_validate:
             run["validate"] = _job("validate", str(folder))
         runs[layout] = run
-        print(f"{name}/{layout}: analyze {run['analyze']['total_s']:.1f} s", file=sys.stderr,
-              flush=True)
+        print(f"{name}/{layout}: {json.dumps(run)}", file=sys.stderr, flush=True)
     first = runs[layouts[0]]
     lines = [
         f"### `{name}`: {size.n_real:,} real episodes, {size.n_sim:,} sim rollouts, "
