@@ -2,7 +2,14 @@
 
 from sim2real.attribute.actions import propose_actions
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
-from sim2real.attribute.params import ParamEstimate, ParamEvidence, infer_params, param_evidence
+from sim2real.attribute.params import (
+    ParamEstimate,
+    ParamEvidence,
+    deviating_families,
+    family_explanation,
+    infer_params,
+    param_evidence,
+)
 
 __all__ = [
     "ParamEstimate",
@@ -10,6 +17,8 @@ __all__ = [
     "ParamSpace",
     "ParameterInference",
     "Windows",
+    "deviating_families",
+    "family_explanation",
     "infer_params",
     "param_evidence",
     "propose_actions",

@@ -502,7 +502,7 @@ def _read_params_csv(path: Location) -> dict[str, ParamRange]:
             where = {c.removeprefix(_TARGET_PREFIX): row[c].strip() for c in targets
                      if (row.get(c) or "").strip()}
             out[name] = ParamRange(name, low, high, nominal, minimum, maximum,
-                                   family, where)  # type: ignore[arg-type]
+                                   family, where)
     return out
 
 

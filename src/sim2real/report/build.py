@@ -11,7 +11,14 @@ import pyarrow.compute as pc
 from sklearn.decomposition import PCA
 
 from sim2real._version import __version__
-from sim2real.attribute import ParamEstimate, infer_params, param_evidence, propose_actions
+from sim2real.attribute import (
+    ParamEstimate,
+    deviating_families,
+    family_explanation,
+    infer_params,
+    param_evidence,
+    propose_actions,
+)
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -85,12 +92,15 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
+        explanation = (family_explanation(evidence, rows,
+                                          deviating_families(diagnosis.signatures, rows))
+                       if evidence is not None else None)
         label = label_cluster(diagnosis.signatures, rows, robots, sites,
-                              diagnosis.clusterer.hot_places(index))
+                              diagnosis.clusterer.hot_places(index), explanation)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)
-        actions = propose_actions(diagnosis, rows, label, params)
+        actions = propose_actions(diagnosis, rows, label, params, evidence)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Action",
     "ActionKind",
+    "Assignment",
     "ClusterReport",
     "ClusterTrend",
     "DatasetSummary",
@@ -139,7 +140,15 @@ class Action(_Frozen):
     target: str
     detail: str
     expected_reduction: float = Field(ge=0, le=1)
-    evidence: str | None = Field(None, description="extension: why expected_reduction")
+    evidence: str | None = Field(None, description="extension: how expected_reduction was "
+                                 "computed")
+    reduction_low: float | None = Field(None, ge=0, le=1,
+                                        description="extension: 95% interval, low end")
+    reduction_high: float | None = Field(None, ge=0, le=1,
+                                         description="extension: 95% interval, high end")
+    config: dict[str, object] | None = Field(
+        None, description="extension: the change for each simulator whose target params.csv "
+        "names: isaaclab (Hydra override), mjcf (attribute patch), robosuite (arguments)")
 
 
 class ClusterReport(_Frozen):
@@ -187,11 +196,20 @@ class ValidationCluster(_Frozen):
     verdict: Verdict
 
 
+class Assignment(_Frozen):
+    episode_id: str
+    deployment: str
+    side: Literal["baseline", "candidate"]
+    cluster_id: str | None = Field(description="null: in none of the clusters compared")
+
+
 class ValidationModel(_Frozen):
     schema_version: Literal[1] = 1
     baseline: list[str]
     candidate: list[str]
     clusters: list[ValidationCluster]
+    assignments: list[Assignment] = Field(
+        default_factory=list, description="every real failure of both sides and its cluster")
     targets: list[str] = Field(default_factory=list,
                                description="extension: the clusters the fix was meant to shrink")
     dataset: str | None = Field(None, description="extension: the dataset folder validated")
