@@ -43,10 +43,8 @@ if TYPE_CHECKING:
     from sim2real.dataset import ParamRange
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["NOT_ADDITIVE", "propose_actions", "simulator_config"]
+__all__ = ["propose_actions", "simulator_config"]
 
-NOT_ADDITIVE = ("Each reduction assumes its action alone; several actions on one cluster "
-                "remove overlapping failures, so their reductions do not add up.")
 _MIN_EXPLAINED = 0.1  # a parameter explaining less is no basis for changing the sim
 _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets the action
 _UNSURE = 0.3  # label confidence below which "investigate" is added

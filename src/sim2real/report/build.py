@@ -26,6 +26,7 @@ from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
 from sim2real.match.matcher import window_times
 from sim2real.pipeline import Diagnosis
+from sim2real.report._words import NOT_ADDITIVE
 from sim2real.report.model import (
     Action,
     ClusterReport,
@@ -248,6 +249,7 @@ def _cluster(diagnosis: Diagnosis, f: ClusterFinding, cluster_id: str,
                       for c, fam, e in f.label.top_channels],
         sim_params=[SimParam.model_validate(p.as_dict()) for p in f.params],
         actions=f.actions,
+        actions_note=NOT_ADDITIVE if len(f.actions) > 1 else None,
         lifecycle=lifecycle,  # type: ignore[arg-type]
         family_scores={k: round(v, 4) for k, v in f.label.family_medians.items()},
     )

@@ -162,6 +162,8 @@ class ClusterReport(_Frozen):
     top_channels: list[TopChannel]
     sim_params: list[SimParam] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
+    actions_note: str | None = Field(
+        None, description="extension: how the actions' reductions combine (they do not add)")
     lifecycle: Lifecycle | None = Field(None, description="extension")
     family_scores: dict[str, float] = Field(
         default_factory=dict, description="extension: median family scores of the events"
