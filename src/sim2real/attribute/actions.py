@@ -22,19 +22,17 @@ actions on one cluster are not additive: each is computed as if it were the only
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
-from sim2real.attribute.confounding import Confounder, over_represented
+from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import deviating_families
-from sim2real.cluster.taxonomy import SIGNIFICANT
+from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
 if TYPE_CHECKING:
@@ -54,7 +52,7 @@ _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
 
 def propose_actions(
     diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel, params: list[ParamEstimate],
-    evidence: ParamEvidence | None = None,
+    evidence: ParamEvidence | None = None, confounders: list[Confounder] | None = None,
 ) -> list[Action]:
     """Actions most likely to shrink the cluster of events ``rows``, most promising first.
 
@@ -65,8 +63,11 @@ def propose_actions(
         params: its parameter estimates, most explaining first.
         evidence: the fitted parameter inference (its emulator computes the reductions of
             parameter changes); ``None`` where the dataset has no parameters.
+        confounders: what the cluster's failures over-represent within strata
+            (:func:`~sim2real.attribute.confounding.cluster_confounders`); computed here
+            when not given.
     """
-    found = over_represented(*_exposure(diagnosis, rows))
+    found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
     own: list[Action] = []
     others: list[Action] = []
     system = label.taxonomy == "deployment_system_noise"
@@ -89,20 +90,6 @@ def propose_actions(
     if unsure or not actions:
         actions.append(_investigate(rows, label, actions))
     return actions
-
-
-def _exposure(diagnosis: Diagnosis, rows: np.ndarray) -> tuple[pa.Table, np.ndarray,
-                                                                np.ndarray]:
-    """The analysed real episodes, which are this cluster's failures, which failed."""
-    episodes = diagnosis.dataset.episodes
-    real = episodes.filter(pc.and_(
-        pc.equal(episodes["source"], "real"),
-        pc.is_in(episodes["deployment"], value_set=pa.array(list(diagnosis.deployments)))))
-    ids = np.array(real["episode_id"].to_pylist(), dtype=object)
-    mine = {diagnosis.signatures.episode_ids[i] for i in rows}
-    in_cluster = np.array([e in mine for e in ids], dtype=bool)
-    failed = np.array(pc.equal(real["outcome"], "failure").to_pylist(), dtype=bool)
-    return real, in_cluster, failed | in_cluster
 
 
 def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
@@ -145,11 +132,9 @@ def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
 
 def _scenarios(diagnosis: Diagnosis, rows: np.ndarray) -> list[Action]:
     """``add_training_scenarios`` for each context value sim never covered."""
-    sig = diagnosis.signatures
     n = len(rows)
-    novel = Counter(v for i in rows for v in sig.novelty.values[i])
     actions = []
-    for value, count in novel.most_common(3):
+    for value, count in novel_context(diagnosis.signatures, rows)[:3]:
         seen = _real_with(diagnosis, value)
         shown = f"{seen} real episodes" if seen is not None else "real episodes"
         actions.append(_action(
@@ -229,7 +214,7 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
         detail += f" The data barely tell it from {', '.join(p.confounded_with)}: check both."
     fit = (f"estimate {_estimate(p)}; explains {round(100 * p.explained)}% of the deviation; "
            f"identifiability {p.identifiability:.2f}")
-    families = deviating_families(diagnosis.signatures, rows)
+    families = deviating_families(diagnosis.signatures, rows) or None
     reduction, inside = emulated_reduction(evidence, rows, p.param, low, high, families)
     how = (f"emulator: {inside[1]} of {len(rows)} failures fall back inside sim's no-gap "
            f"spread under this change ({inside[0]} already were; {fit})")
@@ -336,7 +321,8 @@ def _real_with(diagnosis: Diagnosis, value: str) -> int | None:
         return None
     source = np.array(episodes["source"].to_pylist(), dtype=object)
     values = np.array(episodes[column].cast(pa.string()).to_pylist(), dtype=object)
-    if pa.types.is_floating(episodes[column].type):
+    if pa.types.is_integer(episodes[column].type) or pa.types.is_floating(
+            episodes[column].type):
         return None  # a number beyond sim's range: the count is the cluster's own
     return int(((source == "real") & (values == wanted)).sum())
 

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import stats
 
-__all__ = ["Confounder", "StratifiedTest", "mantel_haenszel", "over_represented"]
+if TYPE_CHECKING:
+    from sim2real.pipeline import Diagnosis
+
+__all__ = ["Confounder", "StratifiedTest", "cluster_confounders", "mantel_haenszel",
+           "over_represented"]
 
 _ALPHA = 0.01  # Bonferroni-corrected over the candidates of one cluster
 _MIN_RATIO = 1.5  # common odds ratio a value needs against non-carriers
@@ -138,6 +144,20 @@ def over_represented(real: pa.Table, in_cluster: np.ndarray, failed: np.ndarray
                 share * _excess(test.odds_ratio), share * _excess(test.ci_low),
                 share * _excess(test.ci_high))))
     return sorted(found, key=lambda f: (-f.attributable[0], f.value))
+
+
+def cluster_confounders(diagnosis: Diagnosis, rows: np.ndarray) -> list[Confounder]:
+    """:func:`over_represented` for the cluster of events ``rows``, against the real
+    episodes of the deployments analysed."""
+    episodes = diagnosis.dataset.episodes
+    real = episodes.filter(pc.and_(
+        pc.equal(episodes["source"], "real"),
+        pc.is_in(episodes["deployment"], value_set=pa.array(list(diagnosis.deployments)))))
+    ids = np.array(real["episode_id"].to_pylist(), dtype=object)
+    mine = {diagnosis.signatures.episode_ids[i] for i in rows}
+    in_cluster = np.array([e in mine for e in ids], dtype=bool)
+    failed = np.array(pc.equal(real["outcome"], "failure").to_pylist(), dtype=bool)
+    return over_represented(real, in_cluster, failed | in_cluster)
 
 
 def _excess(odds: float) -> float:

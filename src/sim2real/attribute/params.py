@@ -127,6 +127,12 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
     s_white, s_est = _successes(diagnosis, inference)
     n_s = max(len(s_est), 1)
     s_mean = np.nanmedian(s_est, axis=0) if len(s_est) else space.nominal.copy()
+    # Where sim's telemetry barely tells a parameter, the successes' estimate is mostly
+    # whatever general sim-to-real difference leaks into it: they are taken to sit at
+    # nominal, as far as the data cannot say otherwise.
+    ident = inference.identifiability_
+    s_mean = np.where(np.isfinite(s_mean), space.nominal + ident * (s_mean - space.nominal),
+                      space.nominal)
     s_se = (1.2533 * np.nanstd(s_est, axis=0) / np.sqrt(n_s) if len(s_est) > 1
             else np.full(len(space.names), np.inf))
     s_dev = s_white.mean(axis=0) if len(s_white) else np.zeros(whitened.shape[1])
@@ -195,10 +201,15 @@ def family_explanation(ev: ParamEvidence, rows: np.ndarray,
             out[family] = (0.0, ())
             continue
         cols = a[:, mine]
-        x, noise = _bounded_ridge(cols, deviation, lo[mine], hi[mine], inf.ridge, floor)
-        sd = np.sqrt(np.diag(np.linalg.inv(cols.T @ cols / noise
-                                           + inf.ridge * np.eye(cols.shape[1]))))
-        moved = np.abs(x) >= _Z_SHIFT * sd
+        k = cols.shape[1]
+        pull, noise = _bounded_ridge(cols, deviation, np.full(k, -np.inf), np.full(k, np.inf),
+                                     inf.ridge, floor)
+        sd = np.sqrt(np.diag(np.linalg.inv(cols.T @ cols / noise + inf.ridge * np.eye(k))))
+        moved = np.abs(pull) >= _Z_SHIFT * sd
+        x = np.zeros(k)
+        if moved.any():
+            x[moved], _ = _bounded_ridge(cols[:, moved], deviation, lo[mine][moved],
+                                         hi[mine][moved], inf.ridge, floor)
         rest = deviation - cols @ np.where(moved, x, 0.0)
         share = max(0.0, 1.0 - float(rest @ rest) / total)
         part = (cols * x).T @ deviation
@@ -229,12 +240,13 @@ def infer_params(
         return []
     inf = ev.inference
     space = inf.space_
-    fit = cluster_fit(ev, rows, deviating_families(diagnosis.signatures, rows))
+    # Where no family deviates beyond sim's variability, every channel says what it can.
+    fit = cluster_fit(ev, rows, deviating_families(diagnosis.signatures, rows) or None)
     per_event = space.clip(ev.events[rows])
     estimate = space.clip(ev.success_mean + fit.delta * space.spread)
     success_se = np.where(np.isfinite(ev.success_se), ev.success_se, 0.0)
     se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
-    contrast = fit.delta / np.where(fit.sd > 0, fit.sd, np.inf)
+    contrast = fit.pull / np.where(fit.sd > 0, fit.sd, np.inf)
     # A parameter on which the cluster does not differ from real successes explains nothing.
     share = np.where(np.abs(contrast) >= _Z_SHIFT, fit.share, 0.0)
     out = []
@@ -257,7 +269,8 @@ def infer_params(
             contrast=float(contrast[j]), confounded_with=partners,
             event_share=float(np.mean(side)),
         ))
-    return sorted(out, key=lambda p: (-p.explained, p.param))
+    # Jointly explained share first; where none is significant, how hard the data pull.
+    return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
 
 
 @dataclass(frozen=True)
@@ -268,6 +281,8 @@ class ClusterFit:
     Attributes:
         delta: ``(n_params,)`` the shift (within the physical bounds).
         sd: ``(n_params,)`` its posterior standard deviation.
+        pull: ``(n_params,)`` the shift all parameters jointly would take without bounds:
+            how hard the data pull each (``pull / sd``: its significance).
         share: ``(n_params,)`` share of the deviation each parameter's shift accounts for.
         deviation: ``(n_features,)`` the cluster's whitened deviation from the successes.
         explained: share of the deviation the whole shift accounts for.
@@ -278,6 +293,7 @@ class ClusterFit:
     share: np.ndarray
     deviation: np.ndarray
     explained: float
+    pull: np.ndarray
 
 
 def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
@@ -296,12 +312,16 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
     """
     inf = ev.inference
     a, deviation, lo, hi, floor = _fit_inputs(ev, rows, families)
-    delta, noise = _bounded_ridge(a, deviation, lo, hi, inf.ridge, floor)
-    sd = np.sqrt(np.diag(np.linalg.inv(a.T @ a / noise + inf.ridge * np.eye(a.shape[1]))))
-    # Sparse shifts: a cause moves one parameter or a few. Those the cluster does not move
+    n_params = a.shape[1]
+    pull, noise = _bounded_ridge(a, deviation, np.full(n_params, -np.inf),
+                                 np.full(n_params, np.inf), inf.ridge, floor)
+    sd = np.sqrt(np.diag(np.linalg.inv(a.T @ a / noise + inf.ridge * np.eye(n_params))))
+    # Sparse shifts: a cause moves one parameter or a few. Those the data do not pull
     # significantly stay at the successes' value, and the others are fitted without them
-    # (otherwise an unexplained deviation leaks into every weakly informed parameter).
-    free = np.abs(delta) >= _Z_SHIFT * sd
+    # (otherwise an unexplained deviation leaks into every weakly informed parameter). The
+    # pull is judged before the physical bounds cut it short: a friction pulled far below
+    # zero is a strong finding, its estimate then sits at the bound.
+    free = np.abs(pull) >= _Z_SHIFT * sd
     delta = np.zeros(a.shape[1])
     if free.any():
         delta[free], _ = _bounded_ridge(a[:, free], deviation, lo[free], hi[free], inf.ridge,
@@ -311,7 +331,7 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
     share = (np.clip((a * delta).T @ deviation / total, 0.0, 1.0) if total > 0
              else np.zeros(a.shape[1]))
     explained = max(0.0, 1.0 - float(rest @ rest) / total) if total > 0 else 0.0
-    return ClusterFit(delta, sd, share, deviation, explained)
+    return ClusterFit(delta, sd, share, deviation, explained, pull)
 
 
 def _fit_inputs(ev: ParamEvidence, rows: np.ndarray, families: Collection[str] | None

@@ -13,7 +13,7 @@ from sim2real.drift.compute import Signatures
 from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES, SIGNIFICANT
 
 __all__ = ["SIGNIFICANT", "ClusterLabel", "SimExplanation", "event_families", "label_cluster",
-           "primary_family", "top_channels"]
+           "novel_context", "primary_family", "top_channels"]
 _FAMILY_TAXONOMY = {
     "perception": "perception_drift",
     "dynamics": "dynamics_mismatch",
@@ -55,6 +55,7 @@ def top_channels(sig: Signatures, rows: np.ndarray, n: int = 5) -> list[tuple[st
 def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
     excess: Sequence[Excess] = (), explanation: SimExplanation | None = None,
+    sys_values: Sequence[str] | None = None,
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
@@ -67,6 +68,9 @@ def label_cluster(
         explanation: how much of the cluster's deviation sim reproduces through each
             family's parameters (:func:`sim2real.attribute.family_explanation`); ``None``
             where the dataset has no parameters.
+        sys_values: the ``sys.*`` values this cluster's failures over-represent within
+            strata of deployment and site (:func:`sim2real.attribute.over_represented`);
+            ``None``: the fleet-wide findings its events carry decide.
 
     The rule: unseen context first (nothing else can be trusted where sim never went); then
     the family whose parameters reproduce the cluster's whole deviation in sim, the other
@@ -89,8 +93,9 @@ def label_cluster(
         strength = 1.0 - np.exp(-(max(scores[:3]) - 1.0) / 2.0)
         confidence = min(1.0, cause[1] / 0.8) * float(np.clip(strength, 0.0, 1.0))
     else:
-        taxonomy = primary_family(scores, np.median(sig.onset[rows], axis=0),
-                                  float(np.median(sig.sys_evidence[rows])))
+        evidence = (float(np.median(sig.sys_evidence[rows])) if sys_values is None
+                    else SIGNIFICANT * bool(sys_values))
+        taxonomy = primary_family(scores, np.median(sig.onset[rows], axis=0), evidence)
         system = scores[SCORE_FAMILIES.index("system")]
         if (explanation and system >= SIGNIFICANT
                 and taxonomy in ("perception_drift", "dynamics_mismatch")):
@@ -106,7 +111,7 @@ def label_cluster(
             strength = 1.0 - np.exp(-(max(score, medians[family]) - 1.0) / 2.0)
             confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
-    text = _explain(taxonomy, sig, rows, channels, medians, where)
+    text = _explain(taxonomy, sig, rows, channels, medians, where, sys_values)
     if cause is not None:
         text += _reproduced(cause, channels)
     if excess:
@@ -177,6 +182,31 @@ def _reproduced(cause: tuple[str, float, tuple[str, ...]],
             f"{names}{also}.")
 
 
+def novel_context(sig: Signatures, rows: np.ndarray) -> list[tuple[str, int]]:
+    """The context values sim never covered that the events ``rows`` show, with how many
+    events show each, most first. A number beyond sim's support is one finding per column
+    (``ctx.depth=0.31..0.33``), not one per value."""
+    numbers: dict[str, list[float]] = {}
+    counts: Counter[str] = Counter()
+    for i in rows:
+        seen = set()
+        for value in sig.novelty.values[i]:
+            name, _, text = value.partition("=")
+            try:
+                numbers.setdefault(name, []).append(float(text))
+                seen.add(name)
+            except ValueError:
+                seen.add(value)
+        counts.update(seen)
+    out = []
+    for key, count in counts.most_common():
+        if key in numbers:
+            low, high = min(numbers[key]), max(numbers[key])
+            key = f"{key}={low:g}" if low == high else f"{key}={low:g}..{high:g}"
+        out.append((key, count))
+    return out
+
+
 def event_families(sig: Signatures, rows: np.ndarray | None = None) -> np.ndarray:
     """``(n,)`` :func:`primary_family` of each event (all events when ``rows`` is None)."""
     rows = np.arange(len(sig.episode_ids)) if rows is None else rows
@@ -214,6 +244,7 @@ def _explain(
     channels: list[tuple[str, str, float]],
     medians: dict[str, float],
     where: str,
+    sys_values: Sequence[str] | None = None,
 ) -> str:
     located = f" Concentrated at {where}." if where else ""
     if taxonomy == "unexplained":
@@ -221,8 +252,7 @@ def _explain(
                 f"{np.median(sig.drift_score[rows]):.1f}, no signal family beyond "
                 f"{SIGNIFICANT}x sim's variability; inspect the matched sim failures.{located}")
     if taxonomy == "task_scope_overflow":
-        values = Counter(v for i in rows for v in sig.novelty.values[i])
-        shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in values.most_common(3))
+        shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in novel_context(sig, rows)[:3])
         return (f"Context never seen in simulation: {shown}; nearest rollouts differ most in "
                 f"{', '.join(_fmt(c) for c in channels[:2])}. Add these scenarios to training."
                 f"{located}")
@@ -230,7 +260,9 @@ def _explain(
     own = [c for c in channels if c[1] == family][:2] or channels[:2]
     lead = ", ".join(_fmt(c) for c in own)
     if taxonomy == "deployment_system_noise":
-        flagged = Counter(v for i in rows for v in sig.sys_values[i])
+        carried = ([v for i in rows for v in sig.sys_values[i]] if sys_values is None
+                   else list(sys_values))
+        flagged = Counter(carried)
         suspects = ", ".join(v for v, _ in flagged.most_common(2))
         config = f"; failures over-represented under {suspects}" if flagged else ""
         return (f"Infrastructure, not the policy: {lead} versus real successes{config}. "

@@ -13,6 +13,7 @@ from sklearn.decomposition import PCA
 from sim2real._version import __version__
 from sim2real.attribute import (
     ParamEstimate,
+    cluster_confounders,
     deviating_families,
     family_explanation,
     infer_params,
@@ -96,12 +97,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
         explanation = (family_explanation(evidence, rows,
                                           deviating_families(diagnosis.signatures, rows))
                        if evidence is not None else None)
+        confounders = cluster_confounders(diagnosis, rows)
         label = label_cluster(diagnosis.signatures, rows, robots, sites,
-                              diagnosis.clusterer.hot_places(index), explanation)
+                              diagnosis.clusterer.hot_places(index), explanation,
+                              [f.value for f in confounders if f.kind == "sys"])
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)
-        actions = propose_actions(diagnosis, rows, label, params, evidence)
+        actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 

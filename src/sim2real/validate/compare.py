@@ -2,12 +2,15 @@
 
 1. the clusters are those of the report followed: ``--previous`` (every one of its
    clusters gets a verdict, under its ID), or else the analysis of the baseline
-   deployments, IDs as ``analyze`` gives them. ``diagnose`` the baseline deployments and
-   place each baseline failure where that report put it;
-2. score the candidate deployments' failures with the *same* fitted yardstick. Both sides
-   are then assigned by one rule: the cluster of the nearest placed baseline failure,
-   within that cluster's reach (a baseline failure is judged without itself), so the
-   counts on either side are alike whatever rule made the report;
+   deployments, IDs as ``analyze`` gives them;
+2. ``diagnose`` the baseline deployments and score the candidate deployments' failures
+   with the *same* fitted yardstick. Both sides are then assigned by one rule. Following
+   ``--previous``: a failure that report saw stays where it put it, one it did not see
+   goes to the cluster of the nearest failure it placed, within that cluster's reach.
+   Following the baseline's analysis: every failure goes to the cluster of the nearest
+   baseline failure that analysis placed, within reach, a baseline failure judged without
+   itself, so that the baseline is not counted by a more generous rule than the
+   candidate;
 3. failures that fit no cluster, on both sides, are clustered together; a group whose
    candidate rate is significantly above its baseline rate is reported as ``new``;
    ``assignments`` lists every failure of both sides and its cluster;
@@ -149,11 +152,26 @@ def validate(
         cand_features = signature_features(sig, like=diagnosis.features)
     else:
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
-    # Both sides by one rule: the nearest failure the report placed, within its cluster's
-    # reach (a baseline failure never votes for itself).
-    assigner = _Assigner(diagnosis.features.values, members)
-    base_labels = assigner.assign(diagnosis.features.values, own=True)
-    cand_labels = assigner.assign(cand_features.values)
+    if previous is None:
+        # Both sides by one rule: the nearest failure the baseline's analysis placed,
+        # within its cluster's reach (a baseline failure never votes for itself).
+        assigner = _Assigner(diagnosis.features.values, members)
+        base_labels = assigner.assign(diagnosis.features.values, own=True)
+        cand_labels = assigner.assign(cand_features.values)
+    else:
+        # The report saw failures of either side: each stays where it put it, and one it
+        # did not see goes to the nearest failure it placed, on either side alike.
+        placed = _placed(previous)
+        seen = np.array([e in placed for e in diagnosis.signatures.episode_ids]
+                        + [e in placed for e in failures["episode_id"].to_pylist()], bool)
+        labels = np.array([placed.get(e) for e in diagnosis.signatures.episode_ids]
+                          + [placed.get(e) for e in failures["episode_id"].to_pylist()],
+                          dtype=object)
+        values = np.vstack([diagnosis.features.values, cand_features.values])
+        found = _Assigner(values[seen], labels[seen]).assign(values)
+        labels = np.where(seen, labels, found)
+        n_base = len(diagnosis.signatures.episode_ids)
+        base_labels, cand_labels = labels[:n_base], labels[n_base:]
     tests = [(cid, taxonomy, int((base_labels == cid).sum()), int((cand_labels == cid).sum()),
               False) for cid, taxonomy in clusters]
     known = [cid for cid, _ in clusters] + [i.cluster_id for i in ids]
@@ -181,29 +199,27 @@ def validate(
 def _report_clusters(diagnosis: Diagnosis, findings: list[ClusterFinding],
                      ids: list[Identity], previous: ReportModel | None
                      ) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """The clusters of the report followed, and which of them each baseline failure is in.
-
-    With ``previous``: its clusters, every one of them, and each baseline failure where
-    that report put it (failures it did not see: where the baseline's own cluster, matched
-    to it by :func:`~sim2real.cluster.identity.assign_ids`, is). Without: the baseline's
-    own analysis, IDs as ``analyze`` gives them.
+    """The clusters of the report followed (``previous``, every one of them; else the
+    baseline's own analysis, IDs as ``analyze`` gives them), in its order, with each
+    baseline failure's cluster in the baseline's own analysis.
 
     Returns:
-        ``(n_baseline_failures,)`` cluster ID or ``None``, and ``(cluster_id, taxonomy)`` in
-        the report's order.
+        ``(n_baseline_failures,)`` cluster ID or ``None``, and ``(cluster_id, taxonomy)``.
     """
-    episodes = diagnosis.signatures.episode_ids
-    own = np.full(len(episodes), None, dtype=object)
+    own = np.full(len(diagnosis.signatures.episode_ids), None, dtype=object)
     for f, identity in zip(findings, ids, strict=True):
         own[f.rows] = identity.cluster_id
     if previous is None:
         return own, [(i.cluster_id, f.label.taxonomy) for f, i in zip(findings, ids,
                                                                         strict=True)]
-    theirs = {e.episode_id: e.cluster_id for e in previous.events}
+    return own, [(c.cluster_id, c.taxonomy) for c in previous.clusters]
+
+
+def _placed(previous: ReportModel) -> dict[str, str | None]:
+    """Where ``previous`` put each failure it saw (``None``: in no cluster)."""
     listed = {c.cluster_id for c in previous.clusters}
-    members = np.array([theirs.get(e, o if o in listed else None)
-                        for e, o in zip(episodes, own, strict=True)], dtype=object)
-    return members, [(c.cluster_id, c.taxonomy) for c in previous.clusters]
+    return {e.episode_id: e.cluster_id if e.cluster_id in listed else None
+            for e in previous.events}
 
 
 class _Assigner:
@@ -318,8 +334,8 @@ def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
         up = c / e_c > b / e_b
         if fresh and not (significant and up):
             continue  # a group of leftovers that did not grow is no finding
-        if fresh:
-            verdict = "new"
+        if fresh or (b == 0 and significant and up):
+            verdict = "new"  # no failure of it before: the cluster is new, not grown
         elif not significant:
             verdict = "unchanged"
         elif up:
