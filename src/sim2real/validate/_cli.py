@@ -29,7 +29,8 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for validation.json and validation.html.")
 @click.option("--previous", type=click.Path(exists=True, path_type=Path),
-              help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
+              help="A report.json (or its folder) whose clusters are compared: each gets "
+                   "a verdict under its ID (default: the baseline's own analysis).")
 @click.option("--target", "targets", default="",
               callback=lambda _c, _p, v: [n.strip() for n in v.split(",") if n.strip()],
               help="Cluster IDs the fix was meant to shrink, comma-separated (e.g. C4; "
