@@ -327,15 +327,17 @@ def signal_batches(file: Location, columns: Sequence[str]) -> Iterator[pa.Record
     try:
         if file.suffix == ".csv":
             source = _signal_dataset([file])
-        else:
-            options = pads.ParquetReadOptions(dictionary_columns={"episode_id", "channel"})
-            fmt = pads.ParquetFileFormat(read_options=options,
-                                         default_fragment_scan_options=_VERIFY)
-            source = pads.dataset(file.path, filesystem=file.filesystem, format=fmt)
-        present = [c for c in columns if c in source.schema.names]
-        # A short read-ahead: two cores are kept busy by a few batches, and each waiting
-        # batch of a wide row group is tens of megabytes.
-        yield from source.to_batches(columns=present, batch_readahead=4, fragment_readahead=1)
+            present = [c for c in columns if c in source.schema.names]
+            yield from source.to_batches(columns=present)
+            return
+        # One file, read directly, row group after row group (its columns decoded on
+        # every core): no dataset object per file, and no read-ahead of wide row groups.
+        parquet = pq.ParquetFile(file.path, filesystem=file.filesystem,
+                                 read_dictionary=[k for k in ("episode_id", "channel")
+                                                  if k in columns],
+                                 page_checksum_verification=True)
+        present = [c for c in columns if c in parquet.schema_arrow.names]
+        yield from parquet.iter_batches(columns=present)
     except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
 
