@@ -166,3 +166,41 @@ def test_the_progress_display_says_which_path(standard: World, relaid: Path,
     err = capsys.readouterr().err
     assert "not clustered by episode" in err
     assert "regrouped in one pass" in err
+
+
+def test_the_long_layout_and_csv_regroup_alike(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long-layout rows (a channel per row, each with its own stamps) in time order, and
+    the same as CSV (no statistics at all): regrouped, they give the sorted file's grid."""
+    from sim2real.dataset import Channel, write_dataset
+
+    rng = np.random.default_rng(3)
+    rows: dict[str, list[object]] = {"episode_id": [], "t": [], "channel": [], "value": []}
+    ids = [f"e{i:03d}" for i in range(40)]
+    for episode in ids:
+        for channel, rate in (("odom", 20.0), ("pose", 7.0)):
+            t = np.sort(rng.uniform(0, 3, int(3 * rate)))
+            rows["episode_id"] += [episode] * t.size
+            rows["t"] += t.tolist()
+            rows["channel"] += [channel] * t.size
+            rows["value"] += rng.normal(size=t.size).tolist()
+    table = pa.table(rows)
+    episodes = pa.table({"episode_id": ids, "source": ["sim"] * len(ids),
+                         "task": ["pick"] * len(ids)})
+    sorted_root = write_dataset(tmp_path / "sorted", episodes, table,
+                                channels=[Channel("odom", "dynamics"), Channel("pose", "dynamics")])
+    expected = _read(sorted_root, ids[::3], tmp_path / "s0")
+    shuffled = shutil.copytree(sorted_root, tmp_path / "shuffled")
+    timed = table.take(np.argsort(table["t"].to_numpy(), kind="stable"))
+    _write(shuffled, [])
+    pq.write_table(timed, shuffled / "signals" / "part-0.parquet", row_group_size=200)
+    monkeypatch.setattr(regroup_module, "WHOLE_PART_BYTES", 1 << 10)
+    found = {"long": _read(shuffled, ids[::3], tmp_path / "s1")}
+    assert any((tmp_path / "s1" / "signals").iterdir())  # regrouped, into buckets
+    csv_root = shutil.copytree(shuffled, tmp_path / "csv")
+    shutil.rmtree(csv_root / "signals")
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(timed, csv_root / "signals.csv")
+    found["csv"] = _read(csv_root, ids[::3], tmp_path / "s2")
+    _same(found, expected)
