@@ -1,7 +1,8 @@
 """``make bench``: generate the fleets, measure every stage, print the tables of README.md.
 
-Usage: ``python -m bench.run [--sizes s,m] [--engine local] [--no-matching]
-[--no-clustering] [--no-report] [--out bench/results/RESULTS.md]``. Each measurement
+Usage: ``python -m bench.run [--sizes s,m | --size l] [--layouts sorted|all|time,...]
+[--engine local|ray] [--no-validate] [--no-matching] [--no-clustering] [--no-report]
+[--out bench/results/RESULTS.md]``. Each measurement
 runs in its own process (``bench.stages``) so that peak memory is that job's alone.
 """
 
@@ -26,6 +27,7 @@ from bench.fleet import (
     generate_fleet,
     signal_rows,
 )
+from bench.layouts import LAYOUTS, write_layout
 
 GIB = 1024**3
 
@@ -37,52 +39,72 @@ def _job(*args: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def measure_size(name: str, engine: str, with_report: bool) -> list[str]:
-    """Generate (once) and measure fleet ``name``; the Markdown lines of its table."""
+def measure_size(name: str, engine: str, with_report: bool, layouts: list[str],
+                 with_validate: bool = True) -> list[str]:
+    """Generate (once) and measure fleet ``name`` in each of ``layouts``; the Markdown lines
+    of its tables."""
     size = SIZES[name]
     start = time.perf_counter()
     dataset = generate_fleet(name)
     gen_s = time.perf_counter() - start
-    _job("stream", str(dataset))  # warm-up: every job below reads from the page cache
-    stream = _job("stream", str(dataset))
-    # read_table holds the whole decoded table: skipped where it would not fit in memory.
-    fits = decoded_estimate(dataset) < 0.5 * psutil.virtual_memory().total
-    read = _job("read", str(dataset)) if fits else None
-    run = _job("analyze", str(dataset), engine, *([] if with_report else ["--no-report"]))
+    runs: dict[str, dict[str, Any]] = {}
+    for layout in layouts:
+        start = time.perf_counter()
+        folder = write_layout(dataset, layout)
+        print(f"{name}/{layout}: written in {time.perf_counter() - start:.0f} s",
+              file=sys.stderr, flush=True)
+        _job("stream", str(folder))  # warm-up: every job below reads from the page cache
+        run = {"stream": _job("stream", str(folder))}
+        # read_table holds the whole decoded table: skipped where it would not fit.
+        if decoded_estimate(folder) < 0.5 * psutil.virtual_memory().total:
+            run["read"] = _job("read", str(folder))
+        run["analyze"] = _job("analyze", str(folder), engine,
+                              *([] if with_report else ["--no-report"]))
+        if with_validate:
+            run["validate"] = _job("validate", str(folder))
+        runs[layout] = run
+        print(f"{name}/{layout}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    first = runs[layouts[0]]
     lines = [
         f"### `{name}`: {size.n_real:,} real episodes, {size.n_sim:,} sim rollouts, "
         f"{size.n_samples} samples x {size.n_channels} channels",
         "",
-        f"{run['failures']:,} failures; {signal_rows(dataset):,} signal rows, "
+        f"{first['analyze']['failures']:,} failures; {signal_rows(dataset):,} signal rows, "
         f"{disk_bytes(dataset) / GIB:.2f} GiB on disk (generating it checks for "
         f"{disk_estimate(size) / GIB:.1f} GiB free), "
-        f"{stream['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
-        "(0 s = already there). Engine: " + engine + ".",
+        f"{first['stream']['decoded_bytes'] / GIB:.2f} GiB decoded; generated in {gen_s:.0f} s "
+        "(0 s = already there). Engine: " + engine + ". Layouts: `bench/layouts.py`.",
         "",
-        "| stage | time (s) | peak memory (GiB) |",
-        "|---|---|---|",
+        "| layout | full read (s) | analyze (s) | **analyze / read** | validate (s) | "
+        "**validate / read** | peak GiB (anonymous) | report | validation |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for stage, figures in run["stages"].items():
-        peak = figures["peak_bytes"]
-        peak_txt = "-" if peak != peak else f"{peak / GIB:.2f}"
-        lines.append(f"| {stage} | {figures['s']:.1f} | {peak_txt} |")
-    lines.append(f"| **analyze, end to end** | **{run['total_s']:.1f}** | "
-                 f"**{run['peak_bytes'] / GIB:.2f}** |")
-    if read is not None:
-        lines.append(f"| one full `pyarrow.parquet.read_table(signals)` | {read['read_s']:.1f} "
-                     f"| {read['peak_bytes'] / GIB:.2f} |")
-    lines += [
-        f"| one full streamed read (`pyarrow.dataset(signals).to_batches()`) | "
-        f"{stream['read_s']:.1f} | {stream['peak_bytes'] / GIB:.2f} |",
-        "",
-    ]
-    ratios = []
-    if read is not None:
-        ratios.append(f"analyze / read_table **{run['total_s'] / read['read_s']:.1f}**")
-    else:
-        ratios.append("read_table not run (the decoded table would not fit in memory)")
-    ratios.append(f"analyze / streamed read **{run['total_s'] / stream['read_s']:.1f}**")
-    return [*lines, "End to end ratio (target <= 3): " + "; ".join(ratios) + ".", ""]
+    for layout, run in runs.items():
+        # The yardstick: read_table where it fits in memory, else the streamed read.
+        read = run.get("read", {}).get("read_s") or run["stream"]["read_s"]
+        what = "" if "read" in run else " (streamed)"
+        a, v = run["analyze"], run.get("validate")
+        v_cells = (f"{v['total_s']:.1f} | **{v['total_s'] / read:.1f}**" if v else "- | -")
+        lines.append(
+            f"| {layout} | {read:.1f}{what} | {a['total_s']:.1f} | **{a['total_s'] / read:.1f}**"
+            f" | {v_cells} | {a['peak_bytes'] / GIB:.2f} ({a['anon_bytes'] / GIB:.2f}) | "
+            f"`{a['digest']}` | `{v['digest'] if v else '-'}` |")
+    lines += ["", "| stage (s / peak GiB) | " + " | ".join(runs) + " |",
+              "|---|" + "---|" * len(runs)]
+    stages = list(dict.fromkeys(st for run in runs.values() for st in run["analyze"]["stages"]))
+    for stage in stages:
+        cells = []
+        for run in runs.values():
+            figures = run["analyze"]["stages"].get(stage)
+            if figures is None:
+                cells.append("-")
+                continue
+            peak = figures["peak_bytes"]
+            cells.append(f"{figures['s']:.1f}" + ("" if peak != peak else f" / {peak / GIB:.2f}"))
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    lines.append("| one streamed read (`pyarrow.dataset(signals).to_batches()`) | "
+                 + " | ".join(f"{r['stream']['read_s']:.1f}" for r in runs.values()) + " |")
+    return [*lines, ""]
 
 
 def measure_matching(name: str) -> list[str]:
@@ -119,11 +141,16 @@ def measure_clustering(sizes: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="s,m")
+    parser.add_argument("--size", default=None, help="one size (same as --sizes NAME)")
     parser.add_argument("--engine", default="local")
     parser.add_argument("--no-matching", action="store_true")
     parser.add_argument("--no-clustering", action="store_true")
     parser.add_argument("--clustering-sizes", default="100000,1000000")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--layouts", default="sorted",
+                        help="comma-separated, of " + ", ".join(LAYOUTS) + "; or all")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="leave out the sim2real validate run of each layout")
     parser.add_argument("--no-report", action="store_true",
                         help="stop analyze after the diagnosis (leave out the report's "
                              "parameter attribution and rendering)")
@@ -131,12 +158,17 @@ def main() -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M")
     lines = [f"## Fleet scale, {stamp}, Python {platform.python_version()}, "
              f"{platform.machine()}", "", f"`{' '.join(sys.argv)}`", ""]
-    for name in args.sizes.split(","):
-        block = measure_size(name, args.engine, not args.no_report)
+    layouts = list(LAYOUTS) if args.layouts == "all" else args.layouts.split(",")
+    unknown = sorted(set(layouts) - set(LAYOUTS))
+    if unknown:
+        parser.error(f"unknown layout(s) {', '.join(unknown)}; known: {', '.join(LAYOUTS)}")
+    for name in (args.size or args.sizes).split(","):
+        block = measure_size(name, args.engine, not args.no_report, layouts,
+                             not args.no_validate)
         lines += block
         print("\n".join(block), flush=True)
     if not args.no_matching:
-        lines += measure_matching(args.sizes.split(",")[0])
+        lines += measure_matching((args.size or args.sizes).split(",")[0])
     if not args.no_clustering:
         lines += measure_clustering(args.clustering_sizes)
     text = "\n".join(lines)

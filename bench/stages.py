@@ -1,6 +1,7 @@
 """One measured job per process, so each peak-memory figure is that job's alone.
 
-``python -m bench.stages read|stream|analyze|matching|clustering ...`` prints one JSON object.
+``python -m bench.stages read|stream|analyze|validate|matching|clustering ...`` prints one
+JSON object.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class PeakMemory:
     def __init__(self) -> None:
         self.peak = 0
         self.overall = 0
+        self.anon = 0  # the largest anonymous share seen (what page cache cannot hold)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -59,8 +61,9 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            now = _pss_tree()
+            now, anon = _pss_tree(with_anon=True)
             self.peak, self.overall = max(self.peak, now), max(self.overall, now)
+            self.anon = max(self.anon, anon)
             self._stop.wait(0.2)
 
 
@@ -73,15 +76,22 @@ def _own_peak_rss() -> int:
     return 0
 
 
-def _pss_tree() -> int:
+def _pss_tree(with_anon: bool = False) -> Any:
+    """PSS of this process and its children, bytes; with ``with_anon``, also their
+    anonymous PSS (``Pss_Anon``: heap and private arrays, not file-backed pages such as a
+    memory-mapped grid, which the kernel can write out and drop)."""
     import psutil
 
     me = psutil.Process()
-    total = 0
+    total = anon = 0
     for proc in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            total += proc.memory_full_info().pss
-    return total
+        with contextlib.suppress(OSError, psutil.Error):
+            for line in Path(f"/proc/{proc.pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                elif line.startswith("Pss_Anon:"):
+                    anon += int(line.split()[1]) * 1024
+    return (total, anon) if with_anon else total
 
 
 def read(dataset: Path) -> dict[str, Any]:
@@ -121,6 +131,7 @@ def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, A
     the report's parameter attribution and rendering.
     """
     from sim2real._progress import Stages
+    from sim2real._scratch import scratch_folder
     from sim2real.dataset import load_dataset
     from sim2real.engine import make_executor
     from sim2real.pipeline import AnalysisConfig, diagnose
@@ -148,20 +159,52 @@ def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, A
         executor = make_executor(engine)
         with timed("load + validate"):
             ds = load_dataset(dataset)
-        diagnosis = diagnose(ds, AnalysisConfig(), stages=Timed(enabled=False),
-                             executor=executor)
-        if with_report:
-            with timed("report (build + save)"):
-                report = build_report(diagnosis, None)
-                with tempfile.TemporaryDirectory() as out:
-                    report.save(out)
+        digest = ""
+        with scratch_folder(beside=dataset) as scratch:
+            diagnosis = diagnose(ds, AnalysisConfig(), stages=Timed(enabled=False),
+                                 executor=executor, scratch=scratch)
+            if with_report:
+                with timed("report (build + save)"):
+                    report = build_report(diagnosis, None)
+                    with tempfile.TemporaryDirectory() as out:
+                        report.save(out)
+                digest = _digest(report.to_json(), dataset)
         total = time.perf_counter() - start
     accounted = sum(s["s"] for s in stages.values())
     stages["between stages (matcher fit, failure grid, signatures)"] = {
         "s": total - accounted, "peak_bytes": float("nan")}
-    return {"total_s": total, "peak_bytes": mem.overall, "stages": stages,
-            "failures": int(diagnosis.events.num_rows),
-            "sim": int(diagnosis.matcher.bank_.grid.values.shape[0]), "report": with_report}
+    return {"total_s": total, "peak_bytes": mem.overall, "anon_bytes": mem.anon,
+            "stages": stages, "failures": int(diagnosis.events.num_rows),
+            "sim": int(diagnosis.matcher.bank_.grid.values.shape[0]), "report": with_report,
+            "digest": digest}
+
+
+def validate(dataset: Path) -> dict[str, Any]:
+    """``sim2real validate`` end to end (load, the baseline's diagnosis, the candidate's
+    failures, the verdicts, the files): the last deployment against the ones before."""
+    from sim2real.dataset import load_dataset
+    from sim2real.validate.compare import validate as run_validate
+
+    with PeakMemory() as mem:
+        start = time.perf_counter()
+        ds = load_dataset(dataset)
+        deployments = list(ds.deployments)
+        with tempfile.TemporaryDirectory() as out:
+            result = run_validate(ds, deployments[:-1], deployments[-1:], out=out)
+        seconds = time.perf_counter() - start
+    return {"total_s": seconds, "peak_bytes": mem.overall, "anon_bytes": mem.anon,
+            "digest": _digest(result.to_json(), dataset)}
+
+
+def _digest(text: str, dataset: Path) -> str:
+    """SHA-256 of a result's JSON, the dataset's own folder name left out (layouts differ
+    in where they lie, not in what they hold)."""
+    import hashlib
+
+    from sim2real.dataset import Location
+
+    return hashlib.sha256(text.replace(Location.parse(dataset).canonical(), "<dataset>")
+                          .encode()).hexdigest()[:12]
 
 
 if __name__ == "__main__":
@@ -170,6 +213,8 @@ if __name__ == "__main__":
         result = read(Path(sys.argv[2]))
     elif job == "stream":
         result = stream(Path(sys.argv[2]))
+    elif job == "validate":
+        result = validate(Path(sys.argv[2]))
     elif job == "analyze":
         result = analyze(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local",
                          with_report="--no-report" not in sys.argv)

@@ -85,6 +85,10 @@ def main() -> None:
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")
+@click.option("--scratch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for temporary files (signals regrouped by episode where the "
+                   "files are not sorted by it, large grids), removed after the run "
+                   "[default: beside --out].")
 @click.option("--adapter", default=None,
               help="A simulator adapter (an installed name such as demo, or module:Class): "
                    "calibrate the most urgent clusters' identified parameter by replaying their "
@@ -100,6 +104,7 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
             window_s: float, min_cluster_size: int | None, rate_hz: float | None, engine: str,
             address: str | None, skip_bad_episodes: bool, adapter: str | None,
             adapter_options: tuple[str, ...], budget: int, sim_clusters: int,
+            scratch: Path | None,
             quiet: bool) -> None:
     """Cluster the real failures of DATASET and write a failure-cluster report.
 
@@ -137,7 +142,7 @@ def analyze(dataset: str | Path, out: Path, previous: Path | None, seed: int, n_
                          engine=engine, address=address, skip_bad_episodes=skip_bad_episodes,
                          adapter=adapter, adapter_options=parse_options(adapter_options),
                          calibration=CalibrationConfig(budget=budget, seed=seed),
-                         sim_clusters=sim_clusters)
+                         sim_clusters=sim_clusters, scratch=scratch)
     if not quiet:
         from sim2real.report.console import print_report
 

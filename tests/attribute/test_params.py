@@ -7,7 +7,9 @@ from collections import Counter
 import numpy as np
 
 from sim2real.attribute import ParameterInference, param_evidence
+from sim2real.attribute.actions import simulator_config
 from sim2real.attribute.params import _space
+from sim2real.dataset import ParamRange
 
 
 def dominant_cause(diagnosis, rows: np.ndarray, key: dict) -> tuple[str, float]:
@@ -91,3 +93,46 @@ def test_evidence_is_deterministic(standard) -> None:
     a, b = param_evidence(diagnosis), param_evidence(diagnosis)
     assert a is not None and b is not None
     np.testing.assert_array_equal(a.events, b.events)
+
+
+def test_estimates_within_bounds_and_outside_range_literal(standard, renamed) -> None:
+    for diagnosis, findings, _ in (standard, renamed):
+        for f in findings:
+            for p in f.params:
+                low, high = diagnosis.dataset.params[p.param].bounds
+                assert low <= p.estimate <= high, p
+                assert p.outside_range == (not p.sim_low <= p.estimate <= p.sim_high), p
+
+
+def test_parameter_actions_carry_range_interval_and_family_first_explanation(standard) -> None:
+    key = standard[2]
+    causes = _causes(key)
+    for name, found in _by_cause(standard).items():
+        cause = causes.get(name)
+        if not cause or not cause["key_param"]:
+            continue
+        for f in found:
+            first = f.actions[0]
+            assert first.kind in ("widen_randomization", "recalibrate_param"), first
+            assert first.reduction_low <= first.expected_reduction <= first.reduction_high
+            assert "emulator" in first.evidence
+            family = "perception" if cause["taxonomy"] == "perception_drift" else "dynamics"
+            lead = f.label.explanation.split(":")[1]
+            named = [c for c, fam, _ in f.label.top_channels if c in lead]
+            assert named and all(
+                fam == family for c, fam, _ in f.label.top_channels if c in named), lead
+            assert f"param.{cause['key_param']}" in f.label.explanation
+
+
+def test_simulator_config_forms() -> None:
+    friction = ParamRange("friction", 0.5, 1.2, 0.85, 0.0, None, "dynamics", {
+        "isaaclab": "events.physics_material.params.static_friction_range",
+        "mjcf": "geom[@class='pad']/@friction[0]",
+        "robosuite": "dynamics_randomization_args.friction_perturbation_ratio"})
+    config = simulator_config(friction, 0.1, 1.2, 0.85)
+    assert config["isaaclab"] == ("env.events.physics_material.params."
+                                  "static_friction_range=[0.1,1.2]")
+    assert config["mjcf"] == "geom[@class='pad']/@friction[0]=0.85"
+    ratio = config["robosuite"]["dynamics_randomization_args"]["friction_perturbation_ratio"]
+    assert abs(ratio - 0.75 / 0.85) < 1e-3
+    assert simulator_config(ParamRange("mass", 1, 2, 1.5), 1, 3, 1.5) == {}

@@ -80,28 +80,54 @@ def test_clustering_is_read_from_the_footers(standard: World, relaid: Path) -> N
     assert "overlap" in found["many files"].why  # small files, each spanning the fleet
 
 
+def _read(root: Path, wanted: list[str], scratch: Path) -> tuple[object, ...]:
+    """What the analysis reads: each channel's period, the episodes on the time grid."""
+    ds = by_episode(load_dataset(root), wanted, scratch, Stages(enabled=False))
+    assert clustering(ds.signal_files).clustered
+    channels = list(ds.channels)
+    periods = channel_periods(ds, wanted, channels)
+    grid = build_grid(ds, wanted, channels, 0.05, 6.0, periods=periods)
+    return periods, grid.values, grid.durations
+
+
+def _same(found: dict[str, tuple[object, ...]], like: tuple[object, ...]) -> None:
+    for name, (periods, values, durations) in found.items():
+        assert periods == like[0], name
+        np.testing.assert_array_equal(values, like[1], err_msg=name)
+        np.testing.assert_array_equal(durations, like[2], err_msg=name)
+
+
 def test_every_layout_gives_the_same_grids(standard: World, relaid: Path,
                                            tmp_path: Path) -> None:
-    """What the analysis reads from the signals (each channel's period, the episodes on
-    the time grid) is the same, bit for bit, from every layout: all that follows is too."""
+    """What the analysis reads from the signals is the same, bit for bit, from every
+    layout (regrouped, or sorted parts pruned): all that follows is too."""
     signals = pq.read_table(standard.dataset / "signals")
     episodes = pq.read_table(standard.dataset / "episodes.parquet")
     sim = set(episodes.filter(pc.equal(episodes["source"], "sim"))["episode_id"].to_pylist())
-    ids = episodes["episode_id"].to_pylist()
-    wanted = ids[::2]  # and the rest left behind
+    wanted = episodes["episode_id"].to_pylist()[::2]  # and the rest left behind
     found = {}
     for name, parts in _layouts(signals, sim).items():
         _write(relaid, parts)
-        ds = by_episode(load_dataset(relaid), wanted, tmp_path / name, Stages(enabled=False))
-        assert clustering(ds.signal_files).clustered
-        channels = list(ds.channels)
-        periods = channel_periods(ds, wanted, channels)
-        grid = build_grid(ds, wanted, channels, 0.05, 6.0, periods=periods)
-        found[name] = (periods, grid.values, grid.durations)
-    for name, (periods, values, durations) in found.items():
-        assert periods == found["sorted"][0], name
-        np.testing.assert_array_equal(values, found["sorted"][1], err_msg=name)
-        np.testing.assert_array_equal(durations, found["sorted"][2], err_msg=name)
+        found[name] = _read(relaid, wanted, tmp_path / name)
+    _same(found, found["sorted"])
+
+
+def test_a_small_file_in_any_order_is_read_whole(standard: World, relaid: Path,
+                                                 tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the bound a part is one piece, whatever its row groups' order (here real
+    episodes, whose IDs sort first, come in the last row groups)."""
+    monkeypatch.setattr(regroup_module, "WHOLE_PART_BYTES", 512 << 20)
+    signals = pq.read_table(standard.dataset / "signals")
+    episodes = pq.read_table(standard.dataset / "episodes.parquet")
+    sim = set(episodes.filter(pc.equal(episodes["source"], "sim"))["episode_id"].to_pylist())
+    real = [e for e in episodes["episode_id"].to_pylist() if e not in sim][::2]
+    expected = _read(standard.dataset, real, tmp_path / "sorted")
+    _write(relaid, _layouts(signals, sim)["sim first"])
+    assert clustering([Location.parse(str(p)) for p in (relaid / "signals").iterdir()]).parts[
+        0].whole
+    _same({"sim first": _read(relaid, real, tmp_path / "whole")}, expected)
+    assert not (tmp_path / "whole").exists()  # nothing regrouped
 
 
 def test_a_time_ordered_fleet_gives_the_same_report(standard: World, relaid: Path,

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from sim2real.dataset import Channel, load_dataset, write_dataset
 from sim2real.match.grid import build_grid
@@ -107,3 +108,23 @@ def test_narrow_keeps_the_kept_channels_in_place(tmp_path: Path) -> None:
     narrow = grid.narrow(["x"])
     assert narrow.channels == ("x",)
     np.testing.assert_array_equal(narrow.values[:, :, 0], x)
+
+
+def test_a_grid_mapped_from_scratch_holds_the_same_values(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given a scratch folder, a large grid is a file there, memory-mapped: same values, and
+    the file is gone from the folder at once (the mapping keeps it until freed)."""
+    import mmap
+
+    import sim2real.match.grid as grid_module
+
+    ds = load_dataset(_dataset(tmp_path))
+    held = build_grid(ds, ["fast", "slow"], ["x"], 0.05, 2.0)
+    monkeypatch.setattr(grid_module, "_MAPPED_BYTES", 0)
+    mapped = build_grid(ds, ["fast", "slow"], ["x"], 0.05, 2.0, scratch=tmp_path / "scratch")
+    base: object = mapped.values
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, mmap.mmap)
+    np.testing.assert_array_equal(mapped.values, held.values)
+    assert list((tmp_path / "scratch").iterdir()) == []

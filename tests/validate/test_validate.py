@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from sim2real import analyze
 from sim2real.cli import main
 from sim2real.demo.synthetic import generate_world, standard_world, unchanged_world
 from sim2real.errors import UsageError
@@ -71,6 +75,9 @@ def test_usage_errors(standard: Path) -> None:
         validate(standard / "dataset", ["w01"], ["w01"])
     with pytest.raises(UsageError):
         validate(standard / "dataset", ["w01"], ["nope"])
+    # a target names a cluster of an earlier report (it said "targeted C9", exit 0, before)
+    with pytest.raises(UsageError, match="--target C9: names clusters of an earlier report"):
+        validate(standard / "dataset", ["w01"], ["w02"], targets=["C9"])
 
 
 def test_cli(standard: Path, tmp_path: Path) -> None:
@@ -83,3 +90,39 @@ def test_cli(standard: Path, tmp_path: Path) -> None:
     bad = CliRunner().invoke(main, ["validate", str(standard / "dataset"), "--baseline",
                                     "w05", "--candidate", "zz", "-o", str(out)])
     assert bad.exit_code == 2
+
+
+def test_every_cluster_of_the_followed_report_gets_a_verdict(standard: Path) -> None:
+    key = json.loads((standard / "answer_key.json").read_text())
+    deployments = [f"w{i:02d}" for i in range(1, 9)]
+    baseline, candidate = _split(key, deployments)
+    report = analyze(standard / "dataset")
+    result = validate(standard / "dataset", baseline, candidate, previous=report.model)
+    followed = {c.cluster_id: c for c in report.model.clusters}
+    judged = {c.cluster_id: c for c in result.model.clusters}
+    assert followed.keys() <= judged.keys()
+    assert all(judged[k].taxonomy == followed[k].taxonomy for k in followed)
+    assert all(c.verdict == "new" for k, c in judged.items() if k not in followed)
+    # Every failure of both sides is listed once, on its side, with a cluster judged or none.
+    episodes = pq.read_table(standard / "dataset" / "episodes.parquet")
+    real = episodes.filter(pc.and_(pc.equal(episodes["source"], "real"),
+                                   pc.equal(episodes["outcome"], "failure")))
+    side = {e: "baseline" if d in baseline else "candidate"
+            for e, d in zip(real["episode_id"].to_pylist(), real["deployment"].to_pylist(),
+                            strict=True)}
+    listed = {a.episode_id: a for a in result.model.assignments}
+    assert listed.keys() == side.keys()
+    assert all(a.side == side[e] for e, a in listed.items())
+    ids = {c.cluster_id for c in result.model.clusters}
+    assert all(a.cluster_id is None or a.cluster_id in ids for a in listed.values())
+    for c in result.model.clusters:
+        counted = Counter((a.side, a.cluster_id) for a in listed.values())
+        assert counted[("baseline", c.cluster_id)] == c.baseline.failures
+        assert counted[("candidate", c.cluster_id)] == c.candidate.failures
+    # The fixed cause's cluster is the one that shrank.
+    truth = key["events"]
+    shrank = [c for c in result.model.clusters if c.verdict in ("shrank", "gone")]
+    assert shrank
+    for c in shrank:
+        causes = Counter(truth.get(e) for e in followed[c.cluster_id].events)
+        assert causes.most_common(1)[0][0] == "stale_config", causes

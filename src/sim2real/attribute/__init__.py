@@ -1,16 +1,29 @@
 """Which simulation parameters differ for a cluster, and which action should shrink it."""
 
 from sim2real.attribute.actions import propose_actions
+from sim2real.attribute.confounding import Confounder, cluster_confounders, over_represented
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
-from sim2real.attribute.params import ParamEstimate, ParamEvidence, infer_params, param_evidence
+from sim2real.attribute.params import (
+    ParamEstimate,
+    ParamEvidence,
+    deviating_families,
+    family_explanation,
+    infer_params,
+    param_evidence,
+)
 
 __all__ = [
+    "Confounder",
     "ParamEstimate",
     "ParamEvidence",
     "ParamSpace",
     "ParameterInference",
     "Windows",
+    "cluster_confounders",
+    "deviating_families",
+    "family_explanation",
     "infer_params",
+    "over_represented",
     "param_evidence",
     "propose_actions",
 ]

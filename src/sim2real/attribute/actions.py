@@ -1,48 +1,58 @@
-"""Ranked actions per cluster, each with the share of the cluster's failures it addresses.
+"""Ranked actions per cluster, each with the share of the cluster's failures it should remove.
 
 Order of business, as an engineer triaging a failure mode would do it:
 
-1. infrastructure first: where the cluster is system noise, or suspicious ``sys.*`` values
-   mark most of its failures, nothing learnt in simulation can be trusted until that is
-   fixed (``fix_infrastructure``);
-2. then what simulation lacks: unseen context (``add_training_scenarios``), a parameter
-   whose real value lies outside the randomisation range (``widen_randomization``) or
-   whose nominal is off (``recalibrate_param``), perception that drifted
-   (``improve_perception``);
+1. the action of the cluster's own family first: ``fix_infrastructure`` for system noise,
+   ``add_training_scenarios`` for unseen context, and for a physical cluster the parameter
+   sim reproduces it with (``widen_randomization`` where its value lies outside the range,
+   ``recalibrate_param`` where the nominal is off), then ``improve_perception``;
+2. the other actions by their expected reduction; a ``sys.*`` value, robot or site counts
+   only where the cluster's failures over-represent it within strata of deployment and site
+   (:mod:`sim2real.attribute.confounding`), so a value every failure carries never becomes
+   another cluster's first action;
 3. ``investigate`` when nothing above is clear, or the cluster's label is unsure.
 
-``expected_reduction`` is always a count ratio over the cluster's own events: the share
-that carries the flagged value, shows the unseen context, points beyond the range, etc.
+``expected_reduction`` is computed: for a parameter change, by the emulator (the forward
+model learnt on sim), the share of the cluster's events whose signature falls back inside
+sim's no-gap spread under the change, minus those already inside; for a ``sys.*`` value, its
+attributable share ``carriers x (OR - 1) / OR``; otherwise the share of the cluster's events
+that carry what the action removes. Each comes with a 95 % interval. Reductions of several
+actions on one cluster are not additive: each is computed as if it were the only change.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
-from sim2real.cluster.taxonomy import SIGNIFICANT
+from sim2real.attribute.confounding import Confounder, cluster_confounders
+from sim2real.attribute.params import deviating_families
+from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
 if TYPE_CHECKING:
-    from sim2real.attribute.params import ParamEstimate
+    from sim2real.attribute.params import ParamEstimate, ParamEvidence
     from sim2real.cluster.taxonomy import ClusterLabel
+    from sim2real.dataset import ParamRange
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["propose_actions"]
+__all__ = ["propose_actions", "simulator_config"]
 
 _MIN_EXPLAINED = 0.1  # a parameter explaining less is no basis for changing the sim
 _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets the action
 _UNSURE = 0.3  # label confidence below which "investigate" is added
-_SHARE = 0.2  # a value or robot matters when it carries this share of the cluster
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
+_TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
 
 
 def propose_actions(
-    diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel, params: list[ParamEstimate]
+    diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel, params: list[ParamEstimate],
+    evidence: ParamEvidence | None = None, confounders: list[Confounder] | None = None,
 ) -> list[Action]:
     """Actions most likely to shrink the cluster of events ``rows``, most promising first.
 
@@ -51,70 +61,87 @@ def propose_actions(
         rows: the cluster's event rows.
         label: its taxonomy.
         params: its parameter estimates, most explaining first.
+        evidence: the fitted parameter inference (its emulator computes the reductions of
+            parameter changes); ``None`` where the dataset has no parameters.
+        confounders: what the cluster's failures over-represent within strata
+            (:func:`~sim2real.attribute.confounding.cluster_confounders`); computed here
+            when not given.
     """
-    infra = _infrastructure(diagnosis, rows, label)
+    found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
+    own: list[Action] = []
     others: list[Action] = []
+    system = label.taxonomy == "deployment_system_noise"
+    infra = _infrastructure(diagnosis, rows, label, found)
+    (own if system else others).extend(infra)
     if label.taxonomy == "task_scope_overflow":
-        others += _scenarios(diagnosis, rows)
+        own += _scenarios(diagnosis, rows)
     for p in params:
         strong = p.explained >= _STRONG_EXPLAINED
-        if p.explained >= _MIN_EXPLAINED and (label.taxonomy in _PARAM_TAXONOMIES or strong):
-            others.append(_param_action(p))
+        if (evidence is not None and p.explained >= _MIN_EXPLAINED
+                and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
+            action = _param_action(diagnosis, rows, p, evidence)
+            (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
+    own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
-        others.append(_perception(diagnosis, rows, label))
+        own.append(_perception(diagnosis, rows, label))
     others.sort(key=lambda a: -a.expected_reduction)
-    actions = infra + others
+    actions = own + others
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
     if unsure or not actions:
-        actions.append(_investigate(diagnosis, rows, label, actions))
+        actions.append(_investigate(rows, label, actions))
     return actions
 
 
-def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> list[Action]:
-    """``fix_infrastructure`` on the flagged configs and robots where the cluster sits."""
-    sig = diagnosis.signatures
+def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
+                    found: list[Confounder]) -> list[Action]:
+    """``fix_infrastructure`` on the values and robots this cluster over-represents; for a
+    system cluster, on its infrastructure whatever it carries."""
     n = len(rows)
-    flagged = Counter(v for i in rows for v in sig.sys_values[i])
-    values = [v for v, c in flagged.most_common(3) if c >= _SHARE * n]
-    robots = _concentrated(_column(diagnosis.events, "robot_id")[rows])
     system = label.taxonomy == "deployment_system_noise"
-    carried = np.array([any(v in values for v in sig.sys_values[i]) for i in rows], bool)
-    if not system and carried.mean() < 0.5:
+    confirmed = [f for f in found if f.kind == "sys" or (system and f.kind == "robot")]
+    if not system and not any(f.kind == "sys" and f.carried.mean() >= 0.5 for f in confirmed):
         return []
-    if not system and not values:
-        return []
-    on_robot = np.isin(_column(diagnosis.events, "robot_id")[rows], robots)
-    covered = carried | on_robot if system else carried
+    carried = np.zeros(n, dtype=bool)
+    for f in confirmed:
+        carried |= f.carried
+    sig = diagnosis.signatures
+    deviating = sig.system_channels[rows] >= SIGNIFICANT
+    covered = carried | deviating if system else carried
     deployments = sorted(set(_column(diagnosis.events, "deployment")[rows][covered]),
                          key=list(diagnosis.dataset.deployments).index)
-    parts = [*values, *(f"robot {r}" for r in robots)]
+    parts = [f.value if f.kind == "sys" else f"robot {f.value}" for f in confirmed]
     target = ", ".join(parts) if parts else "deployment infrastructure"
     channels = [c for c, fam, _ in label.top_channels if fam == "system"][:2]
     where = f" seen in {', '.join(channels) if channels else 'the system signals'}"
     detail = (f"Fix the infrastructure first{where}: {target}; affected deployments "
               f"{_span(deployments)}. Retraining cannot remove failures the stack causes.")
-    share = float(covered.mean()) if covered.any() else (1.0 if system else 0.0)
-    evidence = (f"{int(covered.sum())} of {n} failures in this cluster carry "
-                f"{' or '.join(parts) if parts else 'system-signal deviations'}")
-    return [Action(kind="fix_infrastructure", target=target, detail=detail,
-                   expected_reduction=round(share, 3), evidence=evidence)]
+    if system or not confirmed:
+        share, low, high = _share(int(covered.sum()), n)
+        how = (f"{int(covered.sum())} of {n} failures in this cluster carry "
+               f"{' or '.join(parts) if parts else 'system-signal deviations'}")
+    else:
+        share, low, high = (min(1.0, sum(f.attributable[i] for f in confirmed))
+                            for i in range(3))
+        how = "; ".join(
+            f"{f.value}: {round(100 * f.carried.mean())}% of this cluster's failures carry "
+            f"it, odds ratio {f.test.odds_ratio:.1f} within deployment and site "
+            f"(Mantel-Haenszel p {f.test.p_value:.2g})" for f in confirmed)
+        how = f"attributable share {how}"
+    return [_action("fix_infrastructure", target, detail, (share, low, high), how)]
 
 
 def _scenarios(diagnosis: Diagnosis, rows: np.ndarray) -> list[Action]:
     """``add_training_scenarios`` for each context value sim never covered."""
-    sig = diagnosis.signatures
     n = len(rows)
-    novel = Counter(v for i in rows for v in sig.novelty.values[i])
     actions = []
-    for value, count in novel.most_common(3):
+    for value, count in novel_context(diagnosis.signatures, rows)[:3]:
         seen = _real_with(diagnosis, value)
         shown = f"{seen} real episodes" if seen is not None else "real episodes"
-        actions.append(Action(
-            kind="add_training_scenarios", target=value,
-            detail=(f"Add simulation scenarios with {value}: {shown} show it, sim has none; "
-                    f"include it in training."),
-            expected_reduction=round(count / n, 3),
-            evidence=f"{count} of {n} failures in this cluster have {value}"))
+        actions.append(_action(
+            "add_training_scenarios", value,
+            f"Add simulation scenarios with {value}: {shown} show it, sim has none; "
+            f"include it in training.", _share(count, n),
+            f"{count} of {n} failures in this cluster have {value}"))
     return actions
 
 
@@ -126,32 +153,116 @@ def _estimate(p: ParamEstimate) -> str:
     return f"{fmt_value(p.estimate, p.estimate - half, p.estimate + half)} ± {half:.2g}"
 
 
-def _param_action(p: ParamEstimate) -> Action:
-    """Widen the range to cover the estimate, or move the nominal to it."""
-    evidence = (f"{round(100 * p.event_share)}% of this cluster's failures point "
-                f"{'beyond the range' if p.outside_range else 'to the same side of nominal'}"
-                f" (estimate {_estimate(p)}; explains "
-                f"{round(100 * p.explained)}% of the deviation; identifiability "
-                f"{p.identifiability:.2f})")
+def new_range(p: ParamEstimate, bounds: tuple[float, float]) -> tuple[float, float, float]:
+    """The randomisation range and nominal a parameter action proposes, within ``bounds``.
+
+    Widen: the range grown to cover the estimate with two standard errors to spare.
+    Recalibrate: the same width centred on the estimate.
+    """
+    margin = 2.0 * p.uncertainty
     if p.outside_range:
-        margin = 2.0 * p.uncertainty
         low = min(p.sim_low, p.estimate - margin)
-        if p.sim_low >= 0:
-            low = max(low, 0.0)  # a range sim kept non-negative (a mass, a friction) stays so
         high = max(p.sim_high, p.estimate + margin)
+        nominal = p.sim_nominal
+    else:
+        half = (p.sim_high - p.sim_low) / 2
+        low, high, nominal = p.estimate - half, p.estimate + half, p.estimate
+    low, high = max(low, bounds[0]), min(high, bounds[1])
+    return low, high, float(np.clip(nominal, low, high))
+
+
+def simulator_config(param: ParamRange, low: float, high: float,
+                     nominal: float) -> dict[str, object]:
+    """The range ``[low, high]`` (nominal ``nominal``) written for each simulator whose
+    target ``params.csv`` names: an Isaac Lab Hydra override, an MJCF attribute patch (MJCF
+    holds one value: the nominal) and robosuite's relative perturbation around it."""
+    out: dict[str, object] = {}
+    lo, hi = _round(low), _round(high)
+    if "isaaclab" in param.targets:
+        path = param.targets["isaaclab"]
+        path = path if path.startswith("env.") else f"env.{path}"
+        out["isaaclab"] = f"{path}=[{lo},{hi}]"
+    if "mjcf" in param.targets:
+        out["mjcf"] = f"{param.targets['mjcf']}={_round(nominal)}"
+    if "robosuite" in param.targets and nominal != 0:
+        ratio = _round(max(high - nominal, nominal - low) / abs(nominal))
+        keys = param.targets["robosuite"].split(".")
+        node: object = ratio
+        for key in reversed(keys):
+            node = {key: node}
+        out["robosuite"] = node
+    return out
+
+
+def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
+                  evidence: ParamEvidence) -> Action:
+    """Widen the range to cover the estimate, or move the range onto it."""
+    spec = diagnosis.dataset.params[p.param]
+    low, high, nominal = new_range(p, spec.bounds)
+    if p.outside_range:
         detail = (f"Widen the randomisation of param.{p.param} from "
                   f"{fmt_range(p.sim_low, p.sim_high)} to {fmt_range(low, high, outward=True)}: "
                   f"the real value is about {_estimate(p)}, outside the range; then retrain.")
         kind = "widen_randomization"
     else:
         detail = (f"Recalibrate param.{p.param}: nominal "
-                  f"{fmt_value(p.sim_nominal, p.sim_low, p.sim_high)} -> {_estimate(p)} "
-                  f"(shift {p.shift:+.2f} of the range).")
+                  f"{fmt_value(p.sim_nominal, p.sim_low, p.sim_high)} -> {_estimate(p)}, "
+                  f"range {fmt_range(p.sim_low, p.sim_high)} -> "
+                  f"{fmt_range(low, high, outward=True)} (shift {p.shift:+.2f} of the range).")
         kind = "recalibrate_param"
     if p.confounded_with:
         detail += f" The data barely tell it from {', '.join(p.confounded_with)}: check both."
-    return Action(kind=kind, target=f"param.{p.param}", detail=detail,  # type: ignore[arg-type]
-                  expected_reduction=round(p.event_share, 3), evidence=evidence)
+    fit = (f"estimate {_estimate(p)}; explains {round(100 * p.explained)}% of the deviation; "
+           f"identifiability {p.identifiability:.2f}")
+    families = deviating_families(diagnosis.signatures, rows) or None
+    reduction, inside = emulated_reduction(evidence, rows, p.param, low, high, families)
+    how = (f"emulator: {inside[1]} of {len(rows)} failures fall back inside sim's no-gap "
+           f"spread under this change ({inside[0]} already were; {fit})")
+    action = _action(kind, f"param.{p.param}", detail, reduction, how)
+    config = simulator_config(spec, low, high, nominal)
+    return action.model_copy(update={"config": config}) if config else action
+
+
+def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: float,
+                       high: float, families: Collection[str] | None = None
+                       ) -> tuple[tuple[float, float, float], tuple[int, int]]:
+    """The share of the cluster's events the change ``param`` -> ``[low, high]`` brings
+    back inside sim's no-gap spread, by the forward model learnt on sim.
+
+    Each event's own shift of ``param`` (from the real successes, in spread units) is read
+    off its deviation along the parameter's learnt effect, limited to what the new range
+    covers, and taken out. An event is inside when its deviation along the cluster's
+    signature (the direction of its median deviation) is within what 95 % of sim-vs-sim
+    windows show along it once their known parameter differences are taken out.
+
+    Only the features of ``families`` count (those where the cluster deviates; ``None``:
+    all), as in :func:`sim2real.attribute.params.cluster_fit`.
+
+    Returns:
+        (reduction, its 95 % interval) and (events inside before, after).
+    """
+    inf = ev.inference
+    space = inf.space_
+    j = space.names.index(param)
+    keep = ev.features(families)
+    column = inf.columns()[keep, j]
+    deviation = (ev.whitened[rows] - ev.success_whitened)[:, keep]
+    direction = np.median(deviation, axis=0)
+    norm = float(np.linalg.norm(direction))
+    if norm == 0:
+        return (0.0, 0.0, 0.0), (0, 0)
+    direction /= norm
+    tail = float(np.quantile(np.abs(inf.null_[:, keep] @ direction), _TAIL))
+    own = deviation @ column / (column @ column + inf.ridge)
+    lo, hi = ((np.array([low, high]) - ev.success_mean[j]) / space.spread[j])
+    shift = np.clip(own, min(lo, 0.0), max(hi, 0.0))
+    before = int((np.abs(deviation @ direction) <= tail).sum())
+    after = int((np.abs((deviation - np.outer(shift, column)) @ direction) <= tail).sum())
+    n = len(rows)
+    gained, low_ci, high_ci = _share(after, n)
+    done = before / n
+    return ((max(0.0, gained - done), max(0.0, low_ci - done), max(0.0, high_ci - done)),
+            (before, after))
 
 
 def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> Action:
@@ -159,25 +270,47 @@ def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> 
     deviating = sig.family("perception")[rows] >= SIGNIFICANT
     channels = [c for c, fam, _ in label.top_channels if fam == "perception"][:3]
     target = ", ".join(channels) or "perception"
-    return Action(
-        kind="improve_perception", target=target,
-        detail=(f"Make perception robust to what {target} show (augment its training data "
-                f"with these conditions, or fix the sensing setup at the affected site)."),
-        expected_reduction=round(float(deviating.mean()), 3),
-        evidence=(f"{int(deviating.sum())} of {len(rows)} failures have perception beyond "
-                  f"{SIGNIFICANT}x sim's variability"))
+    return _action(
+        "improve_perception", target,
+        f"Make perception robust to what {target} show (augment its training data with "
+        f"these conditions, or fix the sensing setup at the affected site).",
+        _share(int(deviating.sum()), len(rows)),
+        f"{int(deviating.sum())} of {len(rows)} failures have perception beyond "
+        f"{SIGNIFICANT}x sim's variability")
 
 
-def _investigate(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
-                 actions: list[Action]) -> Action:
+def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action]) -> Action:
     covered = max((a.expected_reduction for a in actions), default=0.0)
     lead = ", ".join(c for c, _, _ in label.top_channels[:2]) or "the signals"
-    return Action(
-        kind="investigate", target=f"cluster events ({lead})",
-        detail=(f"Nothing clear to change: inspect these failures beside their matched sim "
-                f"rollouts ({lead} differ most); label confidence {label.confidence:.2f}."),
-        expected_reduction=round(max(0.0, 1.0 - covered), 3),
-        evidence=f"share of the cluster's {len(rows)} failures no other action addresses")
+    left = max(0.0, 1.0 - covered)
+    return _action(
+        "investigate", f"cluster events ({lead})",
+        f"Nothing clear to change: inspect these failures beside their matched sim rollouts "
+        f"({lead} differ most); label confidence {label.confidence:.2f}.",
+        (left, left, left),
+        f"share of the cluster's {len(rows)} failures no other action addresses")
+
+
+def _action(kind: str, target: str, detail: str, reduction: tuple[float, float, float],
+            evidence: str) -> Action:
+    share, low, high = (float(np.clip(x, 0.0, 1.0)) for x in reduction)
+    return Action.model_validate({
+        "kind": kind, "target": target, "detail": detail,
+        "expected_reduction": round(share, 3), "reduction_low": round(min(low, share), 3),
+        "reduction_high": round(max(high, share), 3), "evidence": evidence})
+
+
+def _share(k: int, n: int) -> tuple[float, float, float]:
+    """``k / n`` and its Clopper-Pearson 95 % interval."""
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    low = float(stats.beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    high = float(stats.beta.isf(0.025, k + 1, n - k)) if k < n else 1.0
+    return k / n, low, high
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.4g}")
 
 
 def _real_with(diagnosis: Diagnosis, value: str) -> int | None:
@@ -188,18 +321,10 @@ def _real_with(diagnosis: Diagnosis, value: str) -> int | None:
         return None
     source = np.array(episodes["source"].to_pylist(), dtype=object)
     values = np.array(episodes[column].cast(pa.string()).to_pylist(), dtype=object)
-    if pa.types.is_floating(episodes[column].type):
+    if pa.types.is_integer(episodes[column].type) or pa.types.is_floating(
+            episodes[column].type):
         return None  # a number beyond sim's range: the count is the cluster's own
     return int(((source == "real") & (values == wanted)).sum())
-
-
-def _concentrated(values: np.ndarray) -> list[str]:
-    """The few values (at most 3) that together carry most (60 %) of ``values``."""
-    counts = Counter(v for v in values if v is not None)
-    top = [v for v, c in counts.most_common(3) if c >= _SHARE * len(values)]
-    if len(counts) <= 1 or sum(counts[v] for v in top) < 0.6 * len(values):
-        return top if len(counts) == 1 else []
-    return [str(v) for v in top]
 
 
 def _span(deployments: list[str]) -> str:

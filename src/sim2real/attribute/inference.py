@@ -167,6 +167,10 @@ class ParameterInference:
         keep = np.isfinite(dp).all(axis=1)
         d, dp, base, rows = d[keep], dp[keep], base[keep], rows[keep]
         self.coef_, self.noise_ = _forward(dp, d)
+        # What sim-vs-sim windows look like once their known parameter differences are
+        # taken out: the no-gap yardstick a real failure is "back inside" of.
+        resid = d / self.noise_ - dp @ self.columns().T
+        self.null_ = (resid - np.median(resid, axis=0)).astype(np.float32)
         self.identifiability_ = self._cross_validate(d, dp, base, space.values[rows], rng)
         gram = self._gram()
         cov = np.linalg.inv(gram)

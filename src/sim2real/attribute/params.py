@@ -9,6 +9,7 @@ therefore cannot explain why *these* episodes fail) is not blamed.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,13 +19,15 @@ import pyarrow.compute as pc
 from scipy import optimize
 
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
+from sim2real.drift.signature import SCORE_FAMILIES, SIGNIFICANT
 from sim2real.match.context import context_table
 
 if TYPE_CHECKING:
+    from sim2real.drift.compute import Signatures
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "infer_params",
-           "param_evidence"]
+__all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
+           "family_explanation", "infer_params", "param_evidence", "param_families"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
@@ -83,6 +86,9 @@ class ParamEvidence:
         success_mean: ``(n_params,)`` median estimate over sampled real successes.
         success_se: ``(n_params,)`` its standard error.
         success_whitened: ``(n_features,)`` mean deviation of the successes.
+        feature_families: ``(n_features,)`` the family of each feature's channel.
+        param_families: each parameter's family: declared in ``params.csv``, else the
+            family of the channels it moves most in sim (:func:`param_families`).
     """
 
     inference: ParameterInference
@@ -91,6 +97,14 @@ class ParamEvidence:
     success_mean: np.ndarray
     success_se: np.ndarray
     success_whitened: np.ndarray
+    feature_families: np.ndarray
+    param_families: tuple[str, ...] = ()
+
+    def features(self, families: Collection[str] | None) -> np.ndarray:
+        """``(n_features,)`` mask of the features of ``families`` (``None``: all)."""
+        if families is None:
+            return np.ones(len(self.feature_families), dtype=bool)
+        return np.isin(self.feature_families, list(families))
 
 
 def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
@@ -113,10 +127,96 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
     s_white, s_est = _successes(diagnosis, inference)
     n_s = max(len(s_est), 1)
     s_mean = np.nanmedian(s_est, axis=0) if len(s_est) else space.nominal.copy()
+    # Where sim's telemetry barely tells a parameter, the successes' estimate is mostly
+    # whatever general sim-to-real difference leaks into it: they are taken to sit at
+    # nominal, as far as the data cannot say otherwise.
+    ident = inference.identifiability_
+    s_mean = np.where(np.isfinite(s_mean), space.nominal + ident * (s_mean - space.nominal),
+                      space.nominal)
     s_se = (1.2533 * np.nanstd(s_est, axis=0) / np.sqrt(n_s) if len(s_est) > 1
             else np.full(len(space.names), np.inf))
     s_dev = s_white.mean(axis=0) if len(s_white) else np.zeros(whitened.shape[1])
-    return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_dev)
+    declared = [diagnosis.dataset.params[n].family for n in space.names]
+    bank = inference.bank_
+    families = np.array(bank.families or ("dynamics",) * len(bank.grid.channels), dtype=object)
+    features = np.tile(families, inference.n_segments)
+    return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_dev, features,
+                         param_families(inference, features, declared))
+
+
+def param_families(inference: ParameterInference, features: np.ndarray,
+                   declared: Sequence[str | None] = ()) -> tuple[str, ...]:
+    """Each parameter's family: the declared one, else that of the channels its learnt
+    effect moves most (the energy of its whitened column per channel family).
+
+    Policy channels are left out of the vote: commands follow whatever the robot sees and
+    feels, so they are consequences, never where a physical parameter lives.
+    """
+    per_feature = features
+    energy = inference.columns() ** 2
+    out = []
+    for j, name in enumerate(list(declared) or [None] * energy.shape[1]):
+        if name is not None:
+            out.append(name)
+            continue
+        votes = {f: float(energy[per_feature == f, j].sum())
+                 for f in ("perception", "dynamics", "system") if (per_feature == f).any()}
+        out.append(max(votes, key=votes.__getitem__) if votes else "dynamics")
+    return tuple(out)
+
+
+def deviating_families(sig: Signatures, rows: np.ndarray) -> tuple[str, ...]:
+    """The channel families whose median score over the events ``rows`` is beyond sim's
+    variability (:data:`SIGNIFICANT`): where a cluster's cause shows."""
+    scores = np.median(sig.family_scores[rows], axis=0)
+    scores[SCORE_FAMILIES.index("system")] = np.median(sig.system_channels[rows])
+    return tuple(f for f, v in zip(SCORE_FAMILIES, scores, strict=True)
+                 if f != "task_scope" and v >= SIGNIFICANT)
+
+
+def family_explanation(ev: ParamEvidence, rows: np.ndarray,
+                       families: Collection[str] | None = None) -> dict[str, tuple[float,
+                                                                          tuple[str, ...]]]:
+    """Per parameter family, how much of the cluster's deviation from real successes sim
+    reproduces through that family's parameters alone, and those of them it moves.
+
+    Args:
+        ev: the fitted evidence.
+        rows: the cluster's events.
+        families: the channel families whose deviation is to be explained
+            (:func:`deviating_families`); ``None``: all.
+
+    Returns:
+        family -> (share of the deviation explained, parameters shifted significantly,
+        most explaining first); families without parameters are absent.
+    """
+    inf = ev.inference
+    space = inf.space_
+    a, deviation, lo, hi, floor = _fit_inputs(ev, rows, families)
+    total = float(deviation @ deviation)
+    out: dict[str, tuple[float, tuple[str, ...]]] = {}
+    for family in sorted(set(ev.param_families)):
+        mine = np.array([f == family for f in ev.param_families])
+        if total <= 0:
+            out[family] = (0.0, ())
+            continue
+        cols = a[:, mine]
+        k = cols.shape[1]
+        pull, noise = _bounded_ridge(cols, deviation, np.full(k, -np.inf), np.full(k, np.inf),
+                                     inf.ridge, floor)
+        sd = np.sqrt(np.diag(np.linalg.inv(cols.T @ cols / noise + inf.ridge * np.eye(k))))
+        moved = np.abs(pull) >= _Z_SHIFT * sd
+        x = np.zeros(k)
+        if moved.any():
+            x[moved], _ = _bounded_ridge(cols[:, moved], deviation, lo[mine][moved],
+                                         hi[mine][moved], inf.ridge, floor)
+        rest = deviation - cols @ np.where(moved, x, 0.0)
+        share = max(0.0, 1.0 - float(rest @ rest) / total)
+        part = (cols * x).T @ deviation
+        names = [space.names[k] for k in np.flatnonzero(mine)]
+        order = [names[i] for i in np.argsort(-part) if moved[i]]
+        out[family] = (share, tuple(order))
+    return out
 
 
 def infer_params(
@@ -140,12 +240,13 @@ def infer_params(
         return []
     inf = ev.inference
     space = inf.space_
-    fit = cluster_fit(ev, rows)
+    # Where no family deviates beyond sim's variability, every channel says what it can.
+    fit = cluster_fit(ev, rows, deviating_families(diagnosis.signatures, rows) or None)
     per_event = space.clip(ev.events[rows])
     estimate = space.clip(ev.success_mean + fit.delta * space.spread)
     success_se = np.where(np.isfinite(ev.success_se), ev.success_se, 0.0)
     se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
-    contrast = fit.delta / np.where(fit.sd > 0, fit.sd, np.inf)
+    contrast = fit.pull / np.where(fit.sd > 0, fit.sd, np.inf)
     # A parameter on which the cluster does not differ from real successes explains nothing.
     share = np.where(np.abs(contrast) >= _Z_SHIFT, fit.share, 0.0)
     out = []
@@ -168,7 +269,8 @@ def infer_params(
             contrast=float(contrast[j]), confounded_with=partners,
             event_share=float(np.mean(side)),
         ))
-    return sorted(out, key=lambda p: (-p.explained, p.param))
+    # Jointly explained share first; where none is significant, how hard the data pull.
+    return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
 
 
 @dataclass(frozen=True)
@@ -179,6 +281,8 @@ class ClusterFit:
     Attributes:
         delta: ``(n_params,)`` the shift (within the physical bounds).
         sd: ``(n_params,)`` its posterior standard deviation.
+        pull: ``(n_params,)`` the shift all parameters jointly would take without bounds:
+            how hard the data pull each (``pull / sd``: its significance).
         share: ``(n_params,)`` share of the deviation each parameter's shift accounts for.
         deviation: ``(n_features,)`` the cluster's whitened deviation from the successes.
         explained: share of the deviation the whole shift accounts for.
@@ -189,10 +293,17 @@ class ClusterFit:
     share: np.ndarray
     deviation: np.ndarray
     explained: float
+    pull: np.ndarray
 
 
-def cluster_fit(ev: ParamEvidence, rows: np.ndarray) -> ClusterFit:
+def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
+                families: Collection[str] | None = None) -> ClusterFit:
     """Bounded ridge regression of the cluster's deviation on the forward model's columns.
+
+    Only the channels of ``families`` (those where the cluster deviates from sim,
+    :func:`deviating_families`; ``None``: all) are fitted: a site brighter than the
+    fleet's average shifts its brightness whatever fails there, and that difference is no
+    part of why these episodes fail.
 
     The noise is the larger of what the median of ``len(rows)`` unit-variance events
     carries and the misfit the model leaves: where sim's parameters cannot reproduce the
@@ -200,21 +311,17 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray) -> ClusterFit:
     successes' value instead of letting the deviation leak into them.
     """
     inf = ev.inference
-    space = inf.space_
-    a = inf.columns()
-    deviation = np.median(ev.whitened[rows], axis=0) - ev.success_whitened
-    lower, upper = space.bounds
-    lo = np.where(np.isfinite(lower), (lower - ev.success_mean) / space.spread, -np.inf)
-    hi = np.where(np.isfinite(upper), (upper - ev.success_mean) / space.spread, np.inf)
-    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)  # successes beyond a bound: no shift
-    floor = 1.5708 / len(rows)  # variance of a median of unit-variance normals
-    free = np.ones(a.shape[1], dtype=bool)
-    delta, noise = _bounded_ridge(a, deviation, lo, hi, inf.ridge, floor)
-    sd = np.sqrt(np.diag(np.linalg.inv(a.T @ a / noise + inf.ridge * np.eye(a.shape[1]))))
-    # Sparse shifts: a cause moves one parameter or a few. Those the cluster does not move
+    a, deviation, lo, hi, floor = _fit_inputs(ev, rows, families)
+    n_params = a.shape[1]
+    pull, noise = _bounded_ridge(a, deviation, np.full(n_params, -np.inf),
+                                 np.full(n_params, np.inf), inf.ridge, floor)
+    sd = np.sqrt(np.diag(np.linalg.inv(a.T @ a / noise + inf.ridge * np.eye(n_params))))
+    # Sparse shifts: a cause moves one parameter or a few. Those the data do not pull
     # significantly stay at the successes' value, and the others are fitted without them
-    # (otherwise an unexplained deviation leaks into every weakly informed parameter).
-    free = np.abs(delta) >= _Z_SHIFT * sd
+    # (otherwise an unexplained deviation leaks into every weakly informed parameter). The
+    # pull is judged before the physical bounds cut it short: a friction pulled far below
+    # zero is a strong finding, its estimate then sits at the bound.
+    free = np.abs(pull) >= _Z_SHIFT * sd
     delta = np.zeros(a.shape[1])
     if free.any():
         delta[free], _ = _bounded_ridge(a[:, free], deviation, lo[free], hi[free], inf.ridge,
@@ -224,7 +331,23 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray) -> ClusterFit:
     share = (np.clip((a * delta).T @ deviation / total, 0.0, 1.0) if total > 0
              else np.zeros(a.shape[1]))
     explained = max(0.0, 1.0 - float(rest @ rest) / total) if total > 0 else 0.0
-    return ClusterFit(delta, sd, share, deviation, explained)
+    return ClusterFit(delta, sd, share, deviation, explained, pull)
+
+
+def _fit_inputs(ev: ParamEvidence, rows: np.ndarray, families: Collection[str] | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """The forward model's columns and the cluster's whitened deviation from the successes
+    on the features of ``families``, the shift bounds (spread units) and the noise floor
+    of a median over its events."""
+    space = ev.inference.space_
+    keep = ev.features(families)
+    deviation = (np.median(ev.whitened[rows], axis=0) - ev.success_whitened)[keep]
+    lower, upper = space.bounds
+    lo = np.where(np.isfinite(lower), (lower - ev.success_mean) / space.spread, -np.inf)
+    hi = np.where(np.isfinite(upper), (upper - ev.success_mean) / space.spread, np.inf)
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)  # successes beyond a bound: no shift
+    floor = 1.5708 / len(rows)  # variance of a median of unit-variance normals
+    return ev.inference.columns()[keep], deviation, lo, hi, floor
 
 
 def _bounded_ridge(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,14 +12,26 @@ from sim2real.cluster.location import Excess
 from sim2real.drift.compute import Signatures
 from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES, SIGNIFICANT
 
-__all__ = ["SIGNIFICANT", "ClusterLabel", "event_families", "label_cluster", "primary_family",
-           "top_channels"]
+__all__ = ["SIGNIFICANT", "ClusterLabel", "SimExplanation", "event_families", "label_cluster",
+           "novel_context", "primary_family", "top_channels"]
 _FAMILY_TAXONOMY = {
     "perception": "perception_drift",
     "dynamics": "dynamics_mismatch",
     "system": "deployment_system_noise",
     "task_scope": "task_scope_overflow",
 }
+
+# A family whose parameters alone reproduce this share of a cluster's deviation in sim is
+# its cause, when no other family's parameters come within _MARGIN of it.
+_EXPLAINS = 0.4
+_MARGIN = 0.15
+# Where sim cannot say, a family deviating this many times more than the other is the cause:
+# a cause shows most on its own channels, its consequences on others' less.
+_DOMINANT = 3.0
+
+# family -> (share of a cluster's deviation from real successes sim reproduces by moving
+# that family's parameters alone, the parameters it moves, most explaining first)
+SimExplanation = Mapping[str, tuple[float, tuple[str, ...]]]
 
 
 @dataclass(frozen=True)
@@ -42,40 +54,72 @@ def top_channels(sig: Signatures, rows: np.ndarray, n: int = 5) -> list[tuple[st
 
 def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
-    excess: Sequence[Excess] = (),
+    excess: Sequence[Excess] = (), explanation: SimExplanation | None = None,
+    sys_values: Sequence[str] | None = None, reference: str = "simulation",
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
-    ``excess``: the places where the cluster fails more often than sim predicts
-    (:func:`sim2real.cluster.location.excess`); the explanation names the first three.
+    Args:
+        sig: the signatures.
+        rows: the cluster's events.
+        robots, sites: ``(n_events,)`` where each event happened.
+        excess: the places where the cluster fails more often than sim predicts
+            (:func:`sim2real.cluster.location.excess`); the explanation names the first three.
+        explanation: how much of the cluster's deviation sim reproduces through each
+            family's parameters (:func:`sim2real.attribute.family_explanation`); ``None``
+            where the dataset has no parameters.
+        sys_values: the ``sys.*`` values this cluster's failures over-represent within
+            strata of deployment and site (:func:`sim2real.attribute.over_represented`);
+            ``None``: the fleet-wide findings its events carry decide.
+        reference: what the failures were compared with, ``simulation`` or ``normal
+            operation`` (normal real runs declared ``source = reference``), in the
+            explanation's words.
 
-    The rule a careful engineer would follow: unseen context first (nothing else can be
-    trusted where sim never went); otherwise infrastructure when its deviation is at least
-    half the largest (a latency spike drives a larger tracking error), then of perception
-    and dynamics the one that deviates first in the window, perception on a tie (a
-    perception error precedes the dynamics it causes). No family beyond sim's own
-    variability: unexplained (or infrastructure, when the events run under a suspicious
-    ``sys.*`` value).
+    The rule: unseen context first (nothing else can be trusted where sim never went); then
+    the family whose parameters reproduce the cluster's whole deviation in sim, the other
+    families' deviations included (a wheel-friction parameter that moves localisation in
+    sim explains that perception deviation); where sim reproduces none,
+    infrastructure when its channels deviate (what sim cannot reproduce, the stack may
+    cause), then of perception and dynamics the one deviating several times more, and only
+    between comparable ones the one that deviates first (perception on a tie: a perception
+    error precedes the dynamics it causes). No family beyond sim's own variability:
+    unexplained (or infrastructure, when the events run under a suspicious ``sys.*`` value).
     """
-    per_event = event_families(sig, rows)
-    medians = np.median(sig.family_scores[rows], axis=0)
-    medians[SCORE_FAMILIES.index("system")] = np.median(sig.system_channels[rows])
-    taxonomy = primary_family(medians, np.median(sig.onset[rows], axis=0),
-                              float(np.median(sig.sys_evidence[rows])))
-    agree = float(np.mean([t == taxonomy for t in per_event]))
-    medians = {f: float(v) for f, v in zip(SCORE_FAMILIES, np.median(sig.family_scores[rows],
-                                                                      axis=0), strict=True)}
+    medians_all = np.median(sig.family_scores[rows], axis=0)
+    medians = {f: float(v) for f, v in zip(SCORE_FAMILIES, medians_all, strict=True)}
+    scores = medians_all.copy()
+    scores[SCORE_FAMILIES.index("system")] = np.median(sig.system_channels[rows])
+    cause = _explaining(explanation, scores)
     channels = top_channels(sig, rows)
-    if taxonomy == "unexplained":
-        confidence = agree
+    if cause is not None:
+        taxonomy = _FAMILY_TAXONOMY[cause[0]]
+        strength = 1.0 - np.exp(-(max(scores[:3]) - 1.0) / 2.0)
+        confidence = min(1.0, cause[1] / 0.8) * float(np.clip(strength, 0.0, 1.0))
     else:
-        family = next(f for f, t in _FAMILY_TAXONOMY.items() if t == taxonomy)
-        strength = 1.0 - np.exp(-(medians[family] - 1.0) / 2.0)
-        confidence = agree * float(np.clip(strength, 0.0, 1.0))
+        evidence = (float(np.median(sig.sys_evidence[rows])) if sys_values is None
+                    else SIGNIFICANT * bool(sys_values))
+        taxonomy = primary_family(scores, np.median(sig.onset[rows], axis=0), evidence)
+        system = scores[SCORE_FAMILIES.index("system")]
+        if (explanation and system >= SIGNIFICANT
+                and taxonomy in ("perception_drift", "dynamics_mismatch")):
+            # Sim's parameters reproduce none of it and the infrastructure deviates.
+            taxonomy = _FAMILY_TAXONOMY["system"]
+        per_event = event_families(sig, rows)
+        agree = float(np.mean([t == taxonomy for t in per_event]))
+        if taxonomy == "unexplained":
+            confidence = agree
+        else:
+            family = next(f for f, t in _FAMILY_TAXONOMY.items() if t == taxonomy)
+            score = scores[SCORE_FAMILIES.index(family)]
+            strength = 1.0 - np.exp(-(max(score, medians[family]) - 1.0) / 2.0)
+            confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
-    text = _explain(taxonomy, sig, rows, channels, medians, where)
+    words = _WORDS[reference]
+    text = _explain(taxonomy, sig, rows, channels, medians, where, words, sys_values)
+    if cause is not None:
+        text += _reproduced(cause, channels)
     if excess:
-        text += (" More failures than sim predicts at "
+        text += (f" More failures than {words['short']} predicts at "
                  f"{'; '.join(map(str, excess[:3]))}.")
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 
@@ -101,10 +145,70 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
     if "system" in deviating and deviating["system"] >= 0.5 * max(deviating.values()):
         return _FAMILY_TAXONOMY["system"]
     if "perception" in deviating and "dynamics" in deviating:
+        p, d = deviating["perception"], deviating["dynamics"]
+        if max(p, d) >= _DOMINANT * min(p, d):
+            return _FAMILY_TAXONOMY["perception" if p > d else "dynamics"]
         winner = "perception" if first["perception"] <= first["dynamics"] else "dynamics"
         return _FAMILY_TAXONOMY[winner]
     physical = {f: v for f, v in deviating.items() if f != "system"}
     return _FAMILY_TAXONOMY[max(physical, key=physical.__getitem__)]
+
+
+def _explaining(explanation: SimExplanation | None,
+                scores: np.ndarray) -> tuple[str, float, tuple[str, ...]] | None:
+    """The family whose parameters reproduce the cluster's deviation, its share and
+    parameters; ``None`` when none does clearly or nothing deviates (or context is new)."""
+    if not explanation:
+        return None
+    score = dict(zip(SCORE_FAMILIES, scores, strict=True))
+    if score["task_scope"] >= SIGNIFICANT or max(scores[:3]) < SIGNIFICANT:
+        return None
+    ranked = sorted(((share, family, params) for family, (share, params)
+                     in explanation.items() if family in _FAMILY_TAXONOMY), reverse=True)
+    if not ranked or not ranked[0][2]:
+        return None
+    share, family, params = ranked[0]
+    runner_up = ranked[1][0] if len(ranked) > 1 else 0.0
+    if share < _EXPLAINS or share - runner_up < _MARGIN:
+        return None
+    return family, share, params
+
+
+def _reproduced(cause: tuple[str, float, tuple[str, ...]],
+                channels: list[tuple[str, str, float]]) -> str:
+    """What sim reproduces: the share, by which parameters, and what else that covers."""
+    family, share, params = cause
+    others = [c for c in channels if c[1] != family and abs(c[2]) >= SIGNIFICANT][:2]
+    also = (f", the {' and '.join(sorted({c[1] for c in others}))} deviation "
+            f"({', '.join(_fmt(c) for c in others)}) included") if others else ""
+    names = ", ".join(f"param.{p}" for p in params[:2])
+    return (f" Simulation reproduces {round(100 * share)}% of this signature by moving "
+            f"{names}{also}.")
+
+
+def novel_context(sig: Signatures, rows: np.ndarray) -> list[tuple[str, int]]:
+    """The context values sim never covered that the events ``rows`` show, with how many
+    events show each, most first. A number beyond sim's support is one finding per column
+    (``ctx.depth=0.31..0.33``), not one per value."""
+    numbers: dict[str, list[float]] = {}
+    counts: Counter[str] = Counter()
+    for i in rows:
+        seen = set()
+        for value in sig.novelty.values[i]:
+            name, _, text = value.partition("=")
+            try:
+                numbers.setdefault(name, []).append(float(text))
+                seen.add(name)
+            except ValueError:
+                seen.add(value)
+        counts.update(seen)
+    out = []
+    for key, count in counts.most_common():
+        if key in numbers:
+            low, high = min(numbers[key]), max(numbers[key])
+            key = f"{key}={low:g}" if low == high else f"{key}={low:g}..{high:g}"
+        out.append((key, count))
+    return out
 
 
 def event_families(sig: Signatures, rows: np.ndarray | None = None) -> np.ndarray:
@@ -145,15 +249,18 @@ def _explain(
     channels: list[tuple[str, str, float]],
     medians: dict[str, float],
     where: str,
+    words: dict[str, str],
+    sys_values: Sequence[str] | None = None,
 ) -> str:
     located = f" Concentrated at {where}." if where else ""
+    short = words["short"]
     if taxonomy == "unexplained":
-        return (f"These failures look like simulation's own: median drift score "
+        return (f"These failures look like {words['own']}: median drift score "
                 f"{np.median(sig.drift_score[rows]):.1f}, no signal family beyond "
-                f"{SIGNIFICANT}x sim's variability; inspect the matched sim failures.{located}")
+                f"{SIGNIFICANT}x {short}'s variability; inspect the matched "
+                f"{words['matched']}.{located}")
     if taxonomy == "task_scope_overflow":
-        values = Counter(v for i in rows for v in sig.novelty.values[i])
-        shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in values.most_common(3))
+        shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in novel_context(sig, rows)[:3])
         return (f"Context never seen in simulation: {shown}; nearest rollouts differ most in "
                 f"{', '.join(_fmt(c) for c in channels[:2])}. Add these scenarios to training."
                 f"{located}")
@@ -161,7 +268,9 @@ def _explain(
     own = [c for c in channels if c[1] == family][:2] or channels[:2]
     lead = ", ".join(_fmt(c) for c in own)
     if taxonomy == "deployment_system_noise":
-        flagged = Counter(v for i in rows for v in sig.sys_values[i])
+        carried = ([v for i in rows for v in sig.sys_values[i]] if sys_values is None
+                   else list(sys_values))
+        flagged = Counter(carried)
         suspects = ", ".join(v for v, _ in flagged.most_common(2))
         config = f"; failures over-represented under {suspects}" if flagged else ""
         return (f"Infrastructure, not the policy: {lead} versus real successes{config}. "
@@ -170,8 +279,17 @@ def _explain(
     if other not in sig.channel_families:  # no channel of it: nothing to compare
         relation = ""
     elif medians[other] >= SIGNIFICANT:
-        relation = f", deviates before {other} ({medians[other]:.1f}x)"
+        relation = f", {other} deviates too ({medians[other]:.1f}x)"
     else:
-        relation = f", while {other} matches sim ({medians[other]:.1f}x)"
-    return (f"{family.capitalize()} differs from the nearest sim rollouts: {lead}"
+        relation = f", while {other} matches {short} ({medians[other]:.1f}x)"
+    return (f"{family.capitalize()} differs from the nearest {words['runs']}: {lead}"
             f"{relation}.{located}")
+
+
+# The explanation's words for what the failures were compared with.
+_WORDS = {
+    "simulation": {"short": "sim", "own": "simulation's own", "runs": "sim rollouts",
+                   "matched": "sim failures"},
+    "normal operation": {"short": "normal operation", "own": "normal operation",
+                         "runs": "normal runs", "matched": "normal runs"},
+}

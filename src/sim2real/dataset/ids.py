@@ -20,9 +20,6 @@ class EpisodeIndex:
 
     def __init__(self, episode_ids: Sequence[str]) -> None:
         self.ids = pa.array(list(episode_ids), pa.string())
-        self._rows: dict[str, int] = {}
-        for i, e in enumerate(episode_ids):
-            self._rows.setdefault(e, i)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -37,14 +34,21 @@ class EpisodeIndex:
         parts = []
         for chunk in chunks:
             if pa.types.is_dictionary(chunk.type):
-                lookup = np.array([self._rows.get(v, -1) for v in chunk.dictionary.to_pylist()]
-                                  + [-1], dtype=np.int64)  # the last entry stands for null
+                # The last entry stands for null.
+                lookup = np.append(self._positions(chunk.dictionary), -1)
                 indices = pc.fill_null(chunk.indices, len(chunk.dictionary))
                 parts.append(lookup[indices.to_numpy(zero_copy_only=False)])
             else:
-                found = pc.index_in(chunk, value_set=self.ids)
-                parts.append(found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
+                parts.append(self._positions(chunk))
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def _positions(self, values: pa.Array) -> np.ndarray:
+        """Each value's first position in the IDs, -1 where absent or null (hashed in
+        Arrow: a row group's dictionary may hold every episode of the fleet)."""
+        if not pa.types.is_string(values.type):
+            values = values.cast(pa.string())
+        found = pc.index_in(values, value_set=self.ids)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def one_run_each(codes: np.ndarray) -> bool:

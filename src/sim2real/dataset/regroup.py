@@ -40,7 +40,7 @@ __all__ = ["Clustering", "PartOrder", "clustering", "part_order", "regroup"]
 # many decoded bytes: a bucket written here, or a small file of whole episodes.
 WHOLE_PART_BYTES = 512 << 20
 # Rows waiting to be written, all buckets together: one flush writes a row group to each.
-_BUFFER_BYTES = 256 << 20
+_BUFFER_BYTES = 128 << 20
 
 
 class PartOrder(NamedTuple):
@@ -59,6 +59,15 @@ class PartOrder(NamedTuple):
     in_order: bool
     decoded_bytes: int
     long: bool
+
+    @property
+    def first(self) -> str:
+        """The smallest episode ID in the part (that of any row group: they may overlap)."""
+        return min(lo for lo, _ in self.bounds)
+
+    @property
+    def last(self) -> str:
+        return max(hi for _, hi in self.bounds)
 
     @property
     def whole(self) -> bool:
@@ -116,8 +125,7 @@ def clustering(files: Sequence[Location]) -> Clustering:
         if isinstance(order, str):
             return Clustering([], order)
         parts.append(order)
-    ranges = sorted((p.bounds[0][0], max(b[1] for b in p.bounds), p.file.name)
-                    for p in parts if p.bounds)
+    ranges = sorted((p.first, p.last, p.file.name) for p in parts if p.bounds)
     for a, b in itertools.pairwise(ranges):
         if a[1] > b[0]:
             return Clustering([], f"the episode_id ranges of {a[2]} and {b[2]} overlap")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim2real.dataset.ids import EpisodeIndex, one_run_each
+from sim2real.dataset.ids import EpisodeIndex
 from sim2real.dataset.schema import (
     BANK_SOURCES,
     CTX_PREFIX,
@@ -138,23 +139,31 @@ def check_signal_part(table: pa.Table, file: str,
     if not np.all(np.isfinite(t)):
         row = int(np.flatnonzero(~np.isfinite(t))[0])
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
-    # Each sample against the previous one of its episode (and channel, in the long layout):
-    # neighbours in the file when every series is one run (files written sorted), else
-    # through a stable sort by series.
+    # Each sample against the previous one of its episode (and channel, in the long layout),
+    # in one pass in file order, whatever the order of the episodes: no sort.
     series, within = codes, "an episode"
     if "channel" in table.column_names:
         channel = _channel_index(table["channel"])
         series = codes * (int(channel.max(initial=0)) + 1) + channel
         within = "an episode's channel"
-    order = None if one_run_each(series) else np.argsort(series, kind="stable")
-    ordered_codes, ordered_t = (series, t) if order is None else (series[order], t[order])
-    same = ordered_codes[1:] == ordered_codes[:-1]
-    not_increasing = np.flatnonzero(same & (np.diff(ordered_t) <= 0)) + 1
-    if not_increasing.size:
-        rows = not_increasing if order is None else order[not_increasing]
+    row = _first_not_increasing(series, t, int(series.max(initial=-1)) + 1)
+    if row >= 0:
         raise DatasetError(f"t must be strictly increasing within {within}", file=file,
-                           column="t", row=int(rows.min()))
+                           column="t", row=row)
     return codes, t
+
+
+@numba.njit(nogil=True, cache=True)
+def _first_not_increasing(series: np.ndarray, t: np.ndarray,
+                          n_series: int) -> int:  # pragma: no cover - compiled
+    # The first row whose t is not above the previous t of its series; -1: none.
+    last = np.full(n_series, -np.inf)
+    for i in range(series.size):
+        s = series[i]
+        if t[i] <= last[s]:
+            return i
+        last[s] = t[i]
+    return -1
 
 
 class SampleSpans:
@@ -177,21 +186,24 @@ class SampleSpans:
         an episode's samples are then those of its most sampled channel."""
         if not codes.size:
             return
-        runs = codes if series is None else series
-        # Within a series t increases in file order (checked), so each run of its rows
-        # starts at its earliest sample and ends at its latest: only run ends are compared.
-        change = np.flatnonzero(runs[1:] != runs[:-1]) + 1
-        heads = np.concatenate([[0], change])
-        tails = np.concatenate([change - 1, [codes.size - 1]])
-        np.minimum.at(self.first, codes[heads], t[heads])
-        np.maximum.at(self.last, codes[tails], t[tails])
-        if series is None:
-            self.count += np.bincount(codes, minlength=self.count.size)
-            return
-        _, first_row, per_series = np.unique(series, return_index=True, return_counts=True)
-        most = np.zeros_like(self.count)
-        np.maximum.at(most, codes[first_row], per_series)
-        self.count += most
+        series = codes if series is None else series
+        per_series = np.zeros(int(series.max()) + 1, dtype=np.int64)
+        self.count += _take_spans(codes, t, series, self.first, self.last, per_series)
+
+
+@numba.njit(nogil=True, cache=True)
+def _take_spans(codes: np.ndarray, t: np.ndarray, series: np.ndarray, first: np.ndarray,
+                last: np.ndarray, per_series: np.ndarray) -> np.ndarray:  # pragma: no cover
+    # One pass in file order (rows of many episodes may interleave): each episode's first
+    # and last t, and the sample count of its most sampled series.
+    most = np.zeros(first.size, dtype=np.int64)
+    for i in range(codes.size):
+        c, s = codes[i], series[i]
+        first[c] = min(first[c], t[i])
+        last[c] = max(last[c], t[i])
+        per_series[s] += 1
+        most[c] = max(most[c], per_series[s])
+    return most
 
 
 def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,

@@ -175,8 +175,13 @@ class _Runs:
             codes, t = codes[order], t[order]
             chan = None if chan is None else chan[order]
         if not _grouped(codes, t, chan):
-            keys = (t, codes) if chan is None else (t, chan, codes)
-            runs = np.lexsort(keys)
+            # By series (episode, or episode and channel), keeping file order within each:
+            # where that order is already by t (as validated for each file) it is the
+            # order of a sort by series then t, for the price of one key.
+            series = codes if chan is None else codes * (int(chan.max()) + 2) + chan + 1
+            runs = np.argsort(series, kind="stable")
+            if not _increasing(series[runs], t[runs]):
+                runs = np.lexsort((t, codes) if chan is None else (t, chan, codes))
             codes, t = codes[runs], t[runs]
             chan = None if chan is None else chan[runs]
             order = runs if order is None else order[runs]
@@ -187,6 +192,11 @@ class _Runs:
         starts = np.concatenate([[0], change]).astype(np.int64)
         stops = np.concatenate([change, [codes.size]]).astype(np.int64)
         return cls(starts, stops, codes[starts], t, chan, order)
+
+
+def _increasing(series: np.ndarray, t: np.ndarray) -> bool:
+    """Whether ``t`` increases within each run of equal ``series``."""
+    return bool(np.all((series[1:] != series[:-1]) | (np.diff(t) > 0)))
 
 
 def _grouped(codes: np.ndarray, t: np.ndarray, chan: np.ndarray | None) -> bool:

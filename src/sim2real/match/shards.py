@@ -74,10 +74,9 @@ def plan_shards(files: Sequence[Location], episode_ids: Sequence[str]) -> list[S
     shards: list[Shard] = []
     for part in layout.parts:
         if part.whole and part.bounds:  # one piece: its row groups overlap each other
-            lo, hi = part.bounds[0][0], max(b[1] for b in part.bounds)
-            if _holds(wanted, lo, hi):
-                shards.append(Shard(part.file, tuple(range(len(part.bounds))), lo, hi,
-                                    part.long))
+            if _holds(wanted, part.first, part.last):
+                shards.append(Shard(part.file, tuple(range(len(part.bounds))), part.first,
+                                    part.last, part.long))
             continue
         shards.extend(_file_shards(part.file, part.bounds, wanted, part.long))
     return shards if layout.clustered else None

@@ -54,10 +54,16 @@ def channel_periods(dataset: Dataset, episode_ids: Sequence[str],
     """Each channel's median interval between its own samples, over a sample of at most
     200 of the given episodes; channels with no two samples in one episode are left out.
 
+    The sample is 200 episodes consecutive in ID order (from the middle): they lie in one
+    or two row groups of sorted parts, or one bucket of regrouped signals, where a sample
+    spread over the fleet would read nearly every row group a second time.
+
     Rounded to four significant digits, so that 1/50 s reads 0.02, not the float noise of
     the recorded stamps.
     """
-    sample = list(episode_ids[:: max(1, len(episode_ids) // _SAMPLE_EPISODES)])
+    ordered = sorted(episode_ids)
+    start = max(0, (len(ordered) - _SAMPLE_EPISODES) // 2)
+    sample = ordered[start : start + _SAMPLE_EPISODES]
     wanted = EpisodeIndex(sample)
     shards = plan_shards(dataset.signal_files, sample)
     if shards is not None:

@@ -16,6 +16,7 @@ from sim2real.report.model import Action, ClusterReport, ReportModel, Validation
 
 __all__ = [
     "ACTION_LABELS",
+    "NOT_ADDITIVE",
     "TAXONOMY_HELP",
     "TAXONOMY_LABELS",
     "anchor",
@@ -52,6 +53,9 @@ ACTION_LABELS: Mapping[str, str] = {
     "improve_perception": "Improve perception",
     "investigate": "Investigate",
 }
+# Under a cluster's actions (and in report.json): each reduction is computed alone.
+NOT_ADDITIVE = ("Each reduction assumes its action alone: several actions on one cluster "
+                "remove overlapping failures, so their reductions do not add up.")
 # Shown next to an action when the analysis gave no ``evidence`` text of its own.
 _JUSTIFY: Mapping[str, str] = {
     "recalibrate_param": "the share of this cluster's failures whose drift the parameter's "

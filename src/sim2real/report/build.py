@@ -11,7 +11,15 @@ import pyarrow.compute as pc
 from sklearn.decomposition import PCA
 
 from sim2real._version import __version__
-from sim2real.attribute import ParamEstimate, infer_params, param_evidence, propose_actions
+from sim2real.attribute import (
+    ParamEstimate,
+    cluster_confounders,
+    deviating_families,
+    family_explanation,
+    infer_params,
+    param_evidence,
+    propose_actions,
+)
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -19,6 +27,7 @@ from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
 from sim2real.match.matcher import window_times
 from sim2real.pipeline import Diagnosis, compared_with
+from sim2real.report._words import NOT_ADDITIVE
 from sim2real.report.model import (
     Action,
     ClusterReport,
@@ -85,15 +94,21 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     # "More failures than sim predicts at <place>" says something only where places differ
     # (more than one cell) and the reference fails at all (else it predicts none anywhere).
     informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
+    reference = compared_with(diagnosis.dataset)
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
         places = diagnosis.clusterer.hot_places(index) if informative else []
-        label = label_cluster(diagnosis.signatures, rows, robots, sites, places)
+        explanation = (family_explanation(evidence, rows,
+                                          deviating_families(diagnosis.signatures, rows))
+                       if evidence is not None else None)
+        confounders = cluster_confounders(diagnosis, rows)
+        label = label_cluster(diagnosis.signatures, rows, robots, sites, places, explanation,
+                              [f.value for f in confounders if f.kind == "sys"], reference)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)
-        actions = propose_actions(diagnosis, rows, label, params)
+        actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 
@@ -243,6 +258,7 @@ def _cluster(diagnosis: Diagnosis, f: ClusterFinding, cluster_id: str,
                       for c, fam, e in f.label.top_channels],
         sim_params=[SimParam.model_validate(p.as_dict()) for p in f.params],
         actions=f.actions,
+        actions_note=NOT_ADDITIVE if len(f.actions) > 1 else None,
         lifecycle=lifecycle,  # type: ignore[arg-type]
         sim_check=None,
         family_scores={k: round(v, 4) for k, v in f.label.family_medians.items()},

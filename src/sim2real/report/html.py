@@ -29,7 +29,7 @@ import numpy as np
 from sim2real._format import fmt_p
 from sim2real._version import __version__
 from sim2real.report import _views
-from sim2real.report._words import p_is, validation_sentence
+from sim2real.report._words import NOT_ADDITIVE, p_is, validation_sentence
 from sim2real.report.figures import VERDICT_COLORS, Figure, validation_rates
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ def _env() -> jinja2.Environment:
     env.filters["num"] = _num
     env.filters["p"] = fmt_p
     env.filters["p_is"] = p_is
+    env.globals["not_additive"] = NOT_ADDITIVE
     return env
 
 

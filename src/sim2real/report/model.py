@@ -1,4 +1,4 @@
-"""The JSON outputs of ``shared/spec/report.md`` as pydantic models.
+"""The JSON outputs (``docs/outputs.md``) as pydantic models.
 
 Fields the spec names keep its names and meanings; fields added beyond it are marked
 "extension" in their description. Models are frozen: a report is a snapshot.
@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Action",
     "ActionKind",
+    "Assignment",
     "ClusterReport",
     "ClusterTrend",
     "DatasetSummary",
@@ -146,7 +147,15 @@ class Action(_Frozen):
     target: str
     detail: str
     expected_reduction: float = Field(ge=0, le=1)
-    evidence: str | None = Field(None, description="extension: why expected_reduction")
+    evidence: str | None = Field(None, description="extension: how expected_reduction was "
+                                 "computed")
+    reduction_low: float | None = Field(None, ge=0, le=1,
+                                        description="extension: 95% interval, low end")
+    reduction_high: float | None = Field(None, ge=0, le=1,
+                                         description="extension: 95% interval, high end")
+    config: dict[str, object] | None = Field(
+        None, description="extension: the change for each simulator whose target params.csv "
+        "names: isaaclab (Hydra override), mjcf (attribute patch), robosuite (arguments)")
 
 
 class SimCheck(_Frozen):
@@ -182,6 +191,8 @@ class ClusterReport(_Frozen):
     top_channels: list[TopChannel]
     sim_params: list[SimParam] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
+    actions_note: str | None = Field(
+        None, description="extension: how the actions' reductions combine (they do not add)")
     lifecycle: Lifecycle | None = Field(None, description="extension")
     family_scores: dict[str, float] = Field(
         default_factory=dict, description="extension: median family scores of the events"
@@ -219,11 +230,20 @@ class ValidationCluster(_Frozen):
     verdict: Verdict
 
 
+class Assignment(_Frozen):
+    episode_id: str
+    deployment: str
+    side: Literal["baseline", "candidate"]
+    cluster_id: str | None = Field(description="null: in none of the clusters compared")
+
+
 class ValidationModel(_Frozen):
     schema_version: Literal[1] = 1
     baseline: list[str]
     candidate: list[str]
     clusters: list[ValidationCluster]
+    assignments: list[Assignment] = Field(
+        default_factory=list, description="every real failure of both sides and its cluster")
     targets: list[str] = Field(default_factory=list,
                                description="extension: the clusters the fix was meant to shrink")
     dataset: str | None = Field(None, description="extension: the dataset folder validated")

@@ -29,7 +29,8 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for validation.json and validation.html.")
 @click.option("--previous", type=click.Path(exists=True, path_type=Path),
-              help="A report.json (or its folder) whose cluster IDs the verdicts keep.")
+              help="A report.json (or its folder) whose clusters are compared: each gets "
+                   "a verdict under its ID (default: the baseline's own analysis).")
 @click.option("--target", "targets", default="",
               callback=lambda _c, _p, v: [n.strip() for n in v.split(",") if n.strip()],
               help="Cluster IDs the fix was meant to shrink, comma-separated (e.g. C4; "
@@ -37,10 +38,14 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")
+@click.option("--scratch", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for temporary files (signals regrouped by episode where the "
+                   "files are not sorted by it, large grids), removed after the run "
+                   "[default: beside --out].")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
              previous: Path | None, targets: list[str], skip_bad_episodes: bool,
-             quiet: bool) -> None:
+             scratch: Path | None, quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
     Clusters are learnt on the baseline deployments of DATASET; the candidate
@@ -63,7 +68,7 @@ def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out
     known = read_previous(previous) if previous is not None else None
     result = run_validate(dataset, baseline, candidate, out=out, stages=stages,
                           previous=known, targets=targets,
-                          skip_bad_episodes=skip_bad_episodes)
+                          skip_bad_episodes=skip_bad_episodes, scratch=scratch)
     if not quiet:
         from sim2real.report.console import print_validation
 

@@ -1,11 +1,19 @@
 """Did the fix work? Baseline clusters' failure rates before and after, exposure-normalised.
 
-1. ``diagnose`` the baseline deployments: their clusters, IDs as ``analyze`` gives them;
-2. score the candidate deployments' failures with the *same* fitted yardstick and assign
-   them to the baseline clusters (:meth:`FailureClusterer.predict`). Baseline failures are
-   counted by the same rule, under the same hot places, so both sides are assigned alike;
+1. the clusters are those of the report followed: ``--previous`` (every one of its
+   clusters gets a verdict, under its ID), or else the analysis of the baseline
+   deployments, IDs as ``analyze`` gives them;
+2. ``diagnose`` the baseline deployments and score the candidate deployments' failures
+   with the *same* fitted yardstick. Both sides are then assigned by one rule. Following
+   ``--previous``: a failure that report saw stays where it put it, one it did not see
+   goes to the cluster of the nearest failure it placed, within that cluster's reach.
+   Following the baseline's analysis: every failure goes to the cluster of the nearest
+   baseline failure that analysis placed, within reach, a baseline failure judged without
+   itself, so that the baseline is not counted by a more generous rule than the
+   candidate;
 3. failures that fit no cluster, on both sides, are clustered together; a group whose
    candidate rate is significantly above its baseline rate is reported as ``new``;
+   ``assignments`` lists every failure of both sides and its cluster;
 4. per cluster, the rate ratio candidate / baseline (failures per real episode):
    exact conditional test (the candidate's share of the failures is binomial under equal
    rates: :func:`sim2real.cluster.trend.rate_ratio_pvalue`), two-sided p-value = twice
@@ -35,8 +43,7 @@ from scipy import stats
 from sim2real._progress import Stages
 from sim2real._scratch import scratch_folder
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
-from sim2real.cluster.identity import assign_ids
-from sim2real.cluster.location import fleet_of
+from sim2real.cluster.identity import Identity, assign_ids
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.cluster.trend import rate_ratio_pvalue
 from sim2real.dataset import Dataset, load_dataset
@@ -48,10 +55,10 @@ from sim2real.pipeline import (
     diagnose,
     real_episodes,
     score_failures,
-    sim_episodes,
 )
-from sim2real.report.build import find_clusters
+from sim2real.report.build import ClusterFinding, find_clusters
 from sim2real.report.model import (
+    Assignment,
     RateSummary,
     ReportModel,
     ValidationCluster,
@@ -65,6 +72,8 @@ ALPHA = 0.05
 _POWER = 0.8
 _EFFECT = 0.5  # the change the power calculation asks about: a halving of the rate
 _MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
+_MIN_REACH = 1.0  # feature vectors are capped at norm 1.5: closer than this is the same
+_BLOCK = 512
 
 
 def validate(
@@ -89,9 +98,9 @@ def validate(
         config: analysis settings (``AnalysisConfig()`` when omitted).
         out: when given, ``validation.json`` and ``validation.html`` are written there.
         stages: progress display.
-        previous: a report whose cluster IDs the baseline clusters keep where they are
-            found again (the rule of :func:`sim2real.cluster.identity.assign_ids`), so
-            the verdicts speak of the clusters a team already knows.
+        previous: the report whose clusters are compared: every one of them gets a
+            verdict under its ID, its failures placed where it put them (without it, the
+            baseline's own analysis is the report).
         targets: the cluster IDs the fix was meant to shrink (those of ``previous``);
             recorded, and named first on the page.
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
@@ -102,7 +111,8 @@ def validate(
         The verdicts; no clusters when neither side has a real failure.
 
     Raises:
-        UsageError: empty or overlapping deployment lists, unknown deployments, ``out``
+        UsageError: empty or overlapping deployment lists, unknown deployments, targets
+            without ``previous`` or not in it, ``out``
             unfit for a run's outputs (all checked before any work), or failures in the
             candidate deployments but none in the baseline to compare them with.
         DatasetError: the dataset breaks the format or has no sim rollouts.
@@ -112,6 +122,10 @@ def validate(
     overlap = sorted(set(baseline) & set(candidate))
     if overlap:
         msg = f"deployment(s) {', '.join(overlap)} are in both --baseline and --candidate"
+        raise UsageError(msg)
+    if targets and previous is None:
+        msg = (f"--target {', '.join(targets)}: names clusters of an earlier report; give "
+               "that report as --previous")
         raise UsageError(msg)
     unknown = sorted(set(targets) - {c.cluster_id for c in previous.clusters}) if previous else []
     if unknown:
@@ -151,49 +165,143 @@ def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
     cand_n = cand_real.num_rows
     findings = find_clusters(diagnosis)
     ids = assign_ids(diagnosis, findings, previous)
-    clusterer = diagnosis.clusterer
+    members, clusters = _report_clusters(diagnosis, findings, ids, previous)
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
         cand_features = signature_features(sig, like=diagnosis.features)
-        cand_fleet = fleet_of(failures, cand_real, sim_episodes(ds))
-        # Both sides under the same hot places, those where either side has them.
-        cand_assigned = clusterer.predict(cand_features)
-        hot = clusterer.places(cand_assigned, cand_fleet)
-        cand_labels = clusterer.place(cand_features, cand_assigned, cand_fleet, hot)
-        cand_left = (cand_labels < 0) & (cand_assigned < 0)
     else:
-        hot = None
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
-        cand_labels = cand_left = np.zeros(0, int)
-    base_assigned = clusterer.predict(diagnosis.features)
-    base_labels = clusterer.place(diagnosis.features, base_assigned, diagnosis.fleet, hot)
-    # What a cluster left behind at places it is not hot at still looks like it: the
-    # failures no cluster's signature takes are the candidates for new groups.
-    base_left = (base_labels < 0) & (base_assigned < 0)
-    tests = []
-    for f, identity in zip(findings, ids, strict=True):
-        b, c = int((base_labels == f.index).sum()), int((cand_labels == f.index).sum())
-        tests.append((identity.cluster_id, f.label.taxonomy, b, c, False))
-    known = [i.cluster_id for i in ids] + [c.cluster_id for c in (previous.clusters
-                                                                   if previous else [])]
+    if previous is None:
+        # Both sides by one rule: the nearest failure the baseline's analysis placed,
+        # within its cluster's reach (a baseline failure never votes for itself).
+        assigner = _Assigner(diagnosis.features.values, members)
+        base_labels = assigner.assign(diagnosis.features.values, own=True)
+        cand_labels = assigner.assign(cand_features.values)
+    else:
+        # The report saw failures of either side: each stays where it put it, and one it
+        # did not see goes to the nearest failure it placed, on either side alike.
+        placed = _placed(previous)
+        seen = np.array([e in placed for e in diagnosis.signatures.episode_ids]
+                        + [e in placed for e in failures["episode_id"].to_pylist()], bool)
+        labels = np.array([placed.get(e) for e in diagnosis.signatures.episode_ids]
+                          + [placed.get(e) for e in failures["episode_id"].to_pylist()],
+                          dtype=object)
+        values = np.vstack([diagnosis.features.values, cand_features.values])
+        found = _Assigner(values[seen], labels[seen]).assign(values)
+        labels = np.where(seen, labels, found)
+        n_base = len(diagnosis.signatures.episode_ids)
+        base_labels, cand_labels = labels[:n_base], labels[n_base:]
+    tests = [(cid, taxonomy, int((base_labels == cid).sum()), int((cand_labels == cid).sum()),
+              False) for cid, taxonomy in clusters]
+    known = [cid for cid, _ in clusters] + [i.cluster_id for i in ids]
     next_k = 1 + max((int(k[1:]) for k in known if k[1:].isdigit()), default=0)
-    for taxonomy, b, c in _new_groups(diagnosis, base_left, cand_features, cand_left, config):
-        tests.append((f"C{next_k}", taxonomy, b, c, True))
+    base_left, cand_left = _none(base_labels), _none(cand_labels)
+    for taxonomy, b_rows, c_rows in _new_groups(diagnosis, base_left, cand_features,
+                                                cand_left, config):
+        cid = f"C{next_k}"
+        tests.append((cid, taxonomy, len(b_rows), len(c_rows), True))
+        base_labels[b_rows], cand_labels[c_rows] = cid, cid
         next_k += 1
-    clusters = _verdicts(tests, base_n, cand_n)
+    verdicts = _verdicts(tests, base_n, cand_n)
+    reported = {c.cluster_id for c in verdicts}
+    assignments = (_assignments(diagnosis.events, base_labels, "baseline", reported)
+                   + _assignments(failures, cand_labels, "candidate", reported))
     model = ValidationModel(baseline=list(baseline), candidate=list(candidate),
-                            clusters=clusters, targets=list(targets),
-                            dataset=ds.root.canonical())
+                            clusters=verdicts, targets=list(targets),
+                            dataset=ds.root.canonical(), assignments=assignments)
     result = Validation(model)
     if out is not None:
         result.save(out)
     return result
 
 
+def _report_clusters(diagnosis: Diagnosis, findings: list[ClusterFinding],
+                     ids: list[Identity], previous: ReportModel | None
+                     ) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """The clusters of the report followed (``previous``, every one of them; else the
+    baseline's own analysis, IDs as ``analyze`` gives them), in its order, with each
+    baseline failure's cluster in the baseline's own analysis.
+
+    Returns:
+        ``(n_baseline_failures,)`` cluster ID or ``None``, and ``(cluster_id, taxonomy)``.
+    """
+    own = np.full(len(diagnosis.signatures.episode_ids), None, dtype=object)
+    for f, identity in zip(findings, ids, strict=True):
+        own[f.rows] = identity.cluster_id
+    if previous is None:
+        return own, [(i.cluster_id, f.label.taxonomy) for f, i in zip(findings, ids,
+                                                                        strict=True)]
+    return own, [(c.cluster_id, c.taxonomy) for c in previous.clusters]
+
+
+def _placed(previous: ReportModel) -> dict[str, str | None]:
+    """Where ``previous`` put each failure it saw (``None``: in no cluster)."""
+    listed = {c.cluster_id for c in previous.clusters}
+    return {e.episode_id: e.cluster_id if e.cluster_id in listed else None
+            for e in previous.events}
+
+
+class _Assigner:
+    """Nearest-member assignment to labelled failures ``(n, n_features)``: an event joins
+    the cluster of its nearest labelled member when it lies within that cluster's reach (the
+    95th percentile of its members' distances to their nearest fellow member, at least
+    :data:`_MIN_REACH`)."""
+
+    def __init__(self, values: np.ndarray, labels: np.ndarray) -> None:
+        keep = np.array([v is not None for v in labels], dtype=bool)
+        self.rows = np.flatnonzero(keep)
+        self.values = values[keep]
+        self.labels = labels[keep]
+        self.reach: dict[str, float] = {}
+        for label in set(self.labels.tolist()):
+            mine = self.values[self.labels == label]
+            if len(mine) < 2:
+                self.reach[label] = _MIN_REACH
+                continue
+            dist = np.linalg.norm(mine[:, None, :] - mine[None, :, :], axis=2)
+            np.fill_diagonal(dist, np.inf)
+            self.reach[label] = max(float(np.quantile(dist.min(axis=1), 0.95)), _MIN_REACH)
+
+    def assign(self, values: np.ndarray, own: bool = False) -> np.ndarray:
+        """``(n,)`` cluster ID or ``None`` of each event; ``own``: ``values`` are the
+        labelled failures themselves (row for row), each judged without itself."""
+        out = np.full(len(values), None, dtype=object)
+        if len(self.values) == 0:
+            return out
+        for start in range(0, len(values), _BLOCK):
+            block = values[start : start + _BLOCK]
+            dist = np.linalg.norm(block[:, None, :] - self.values[None, :, :], axis=2)
+            if own:
+                index = np.arange(start, start + len(block))
+                dist[index[:, None] == self.rows[None, :]] = np.inf
+            nearest = dist.argmin(axis=1)
+            found = dist[np.arange(len(block)), nearest]
+            labels = self.labels[nearest]
+            fits = np.array([d <= self.reach[lab] for d, lab in zip(found, labels, strict=True)],
+                            dtype=bool)
+            out[start : start + len(block)] = np.where(fits, labels, None)
+        return out
+
+
+def _none(labels: np.ndarray) -> np.ndarray:
+    return np.array([v is None for v in labels], dtype=bool)
+
+
+def _assignments(failures: pa.Table, labels: np.ndarray, side: str,
+                 reported: set[str]) -> list[Assignment]:
+    ids = failures["episode_id"].to_pylist()
+    deployments = failures["deployment"].to_pylist()
+    return [Assignment.model_validate({
+        "episode_id": e, "deployment": d, "side": side,
+        "cluster_id": label if label in reported else None})
+        for e, d, label in zip(ids, deployments, labels, strict=True)]
+
+
 def _new_groups(diagnosis: Diagnosis, base_free: np.ndarray, cand_features: FeatureSpace,
-                cand_free: np.ndarray, config: AnalysisConfig) -> list[tuple[str, int, int]]:
-    """Dense groups among the failures no baseline cluster takes (``base_free``,
-    ``cand_free``: masks), from both sides."""
+                cand_free: np.ndarray, config: AnalysisConfig
+                ) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Dense groups among the failures no reported cluster takes (``base_free``,
+    ``cand_free``: masks), from both sides: their taxonomy and members on each side."""
     base_left = np.flatnonzero(base_free)
     cand_left = np.flatnonzero(cand_free)
     if cand_left.size == 0:
@@ -202,18 +310,16 @@ def _new_groups(diagnosis: Diagnosis, base_free: np.ndarray, cand_features: Feat
                                   cand_features.take(cand_left)])
     size = config.min_cluster_size or max(5, round(0.02 * len(diagnosis.labels)))
     labels = FailureClusterer(size).fit(pooled).labels_
-    is_cand = np.arange(len(pooled.values)) >= base_left.size
     groups = []
     sig = diagnosis.signatures
     for g in sorted(set(labels.tolist()) - {-1}):
         members = labels == g
-        b, c = int((members & ~is_cand).sum()), int((members & is_cand).sum())
         rows = base_left[members[: base_left.size]]
         taxonomy = "unexplained"
         if rows.size:
             robots = np.full(len(sig.episode_ids), None, dtype=object)
             taxonomy = label_cluster(sig, rows, robots, robots).taxonomy
-        groups.append((taxonomy, b, c))
+        groups.append((taxonomy, rows, cand_left[members[base_left.size:]]))
     return groups
 
 
@@ -247,8 +353,8 @@ def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
         up = c / e_c > b / e_b
         if fresh and not (significant and up):
             continue  # a group of leftovers that did not grow is no finding
-        if fresh:
-            verdict = "new"
+        if fresh or (b == 0 and significant and up):
+            verdict = "new"  # no failure of it before: the cluster is new, not grown
         elif not significant:
             verdict = "unchanged"
         elif up:
