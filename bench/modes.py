@@ -5,10 +5,12 @@ For every world, the adjusted Rand index of ``analyze``'s clusters against the t
 :func:`sim2real.demo.yardstick.yardstick_labels` (KMeans on per-episode mean, std, min,
 max and last value of every channel, z-scored against the reference, k by silhouette) on
 the same failures. Worlds: the five UCI Robot Execution Failures problems (real,
-tests/fixtures) and the synthetic presets at the seeds asked for.
+tests/fixtures), the synthetic presets and zoo worlds that set the same-place-modes trap
+(failure modes of one family at the same place and time), at the seeds asked for.
 
     python -m bench.modes --real                     # five real problems, ~30 s
     python -m bench.modes --synthetic standard,renamed,fleetwide --seeds 0 --scale 0.5
+    python -m bench.modes --zoo --seeds 0,1,2 --scale 0.5
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sim2real
 from sim2real.demo.robot_failures import write_problem
 from sim2real.demo.synthetic import PRESETS, generate_world
 from sim2real.demo.yardstick import yardstick_labels
+from sim2real.demo.zoo import generate_world as generate_zoo_world
 
 __all__ = ["score"]
 
@@ -51,8 +54,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real", action="store_true", help="the five UCI problems")
     parser.add_argument("--synthetic", default="", help="comma-separated presets")
+    parser.add_argument("--zoo", action="store_true", help="zoo worlds: same-place modes")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
-    parser.add_argument("--scale", type=float, default=1.0, help="synthetic world size")
+    parser.add_argument("--scale", type=float, default=1.0, help="synthetic and zoo size")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,6 +72,12 @@ def main() -> None:
                 truth = json.loads(paths.answer_key.read_text())["events"]
                 rows.append({"world": f"{name} seed {seed} @{args.scale:g}",
                              **score(paths.dataset, truth)})
+        if args.zoo:
+            for seed in map(int, args.seeds.split(",")):
+                key = generate_zoo_world(seed, Path(tmp) / f"zoo-{seed}", size=args.scale,
+                                         traps=["same_place_modes"])
+                rows.append({"world": f"zoo same_place_modes seed {seed} @{args.scale:g}",
+                             **score(key.dataset, dict(key.events))})
     print("| world | failures | causes | sim2real ARI (clusters) | yardstick ARI | analyze s |")
     print("|---|---|---|---|---|---|")
     for r in rows:

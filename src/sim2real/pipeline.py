@@ -506,7 +506,7 @@ def _sample_per_task(table: pa.Table, n: int, rng: np.random.Generator) -> pa.Ta
     for task in sorted(set(tasks)):
         rows = np.flatnonzero(tasks == task)
         keep.extend(rng.choice(rows, size=min(n, rows.size), replace=False).tolist())
-    return table.take(sorted(keep))
+    return table.take(pa.array(sorted(keep), pa.int64()))  # typed: none kept is no error
 
 
 def _pseudo_failure_times(

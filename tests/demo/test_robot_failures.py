@@ -2,11 +2,10 @@
 the no-simulator mode, and sim2real's clusters against the plain KMeans yardstick.
 
 Measured (2026-12-05, defaults, bench/modes.py): adjusted Rand index of the clusters
-against the labelled modes, sim2real / yardstick: LP1 0.23 / 0.26, LP2 0.05 / 0.08,
-LP3 0.03 / -0.07, LP4 -0.03 / 0.86, LP5 -0.01 / 0.22. On LP4 (collisions against
-obstructions, separable) sim2real puts every failure in one cluster: the modes differ in
-how much the force varies within the window and in its extremes (KMeans on the per-channel
-std alone: 0.86, on the means alone: 0.34), while signatures keep segment means only.
+against the labelled modes, sim2real / yardstick: LP1 0.23 / 0.26, LP2 -0.02 / 0.08,
+LP3 0.14 / -0.07, LP4 -0.03 / 0.86, LP5 -0.01 / 0.22. On LP4 (collisions against
+obstructions, separable) sim2real puts every failure in one cluster; see bench/README.md
+("Mode resolution") for where the information is lost.
 """
 
 from __future__ import annotations
@@ -57,7 +56,10 @@ def test_normal_runs_as_reference_are_compared_with_normal_operation(
         # no channel of perception, one robot at one site, a reference that never fails:
         # none of these is stated as evidence
         assert "perception" not in cluster.explanation
+        assert "sim" not in cluster.explanation  # compared with normal runs, and says so
         assert "cell-1" not in cluster.explanation and "arm-1" not in cluster.explanation
+    assert "No simulator: real failures are compared with normal real runs" in \
+        lp4_report.to_html()
     warned = " ".join(model.warnings)
     assert "longer than the failures' episodes" in warned
     assert "only 12 normal runs" in warned

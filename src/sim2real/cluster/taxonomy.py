@@ -42,12 +42,15 @@ def top_channels(sig: Signatures, rows: np.ndarray, n: int = 5) -> list[tuple[st
 
 def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
-    excess: Sequence[Excess] = (),
+    excess: Sequence[Excess] = (), reference: str = "simulation",
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
     ``excess``: the places where the cluster fails more often than sim predicts
     (:func:`sim2real.cluster.location.excess`); the explanation names the first three.
+    ``reference``: what the failures were compared with, ``simulation`` or ``normal
+    operation`` (normal real runs declared ``source = reference``), in the explanation's
+    words.
 
     The rule a careful engineer would follow: unseen context first (nothing else can be
     trusted where sim never went); otherwise infrastructure when its deviation is at least
@@ -73,9 +76,10 @@ def label_cluster(
         strength = 1.0 - np.exp(-(medians[family] - 1.0) / 2.0)
         confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
-    text = _explain(taxonomy, sig, rows, channels, medians, where)
+    words = _WORDS[reference]
+    text = _explain(taxonomy, sig, rows, channels, medians, where, words)
     if excess:
-        text += (" More failures than sim predicts at "
+        text += (f" More failures than {words['short']} predicts at "
                  f"{'; '.join(map(str, excess[:3]))}.")
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 
@@ -145,12 +149,15 @@ def _explain(
     channels: list[tuple[str, str, float]],
     medians: dict[str, float],
     where: str,
+    words: dict[str, str],
 ) -> str:
     located = f" Concentrated at {where}." if where else ""
+    short = words["short"]
     if taxonomy == "unexplained":
-        return (f"These failures look like simulation's own: median drift score "
+        return (f"These failures look like {words['own']}: median drift score "
                 f"{np.median(sig.drift_score[rows]):.1f}, no signal family beyond "
-                f"{SIGNIFICANT}x sim's variability; inspect the matched sim failures.{located}")
+                f"{SIGNIFICANT}x {short}'s variability; inspect the matched "
+                f"{words['matched']}.{located}")
     if taxonomy == "task_scope_overflow":
         values = Counter(v for i in rows for v in sig.novelty.values[i])
         shown = ", ".join(f"{v} ({c}/{len(rows)})" for v, c in values.most_common(3))
@@ -172,6 +179,15 @@ def _explain(
     elif medians[other] >= SIGNIFICANT:
         relation = f", deviates before {other} ({medians[other]:.1f}x)"
     else:
-        relation = f", while {other} matches sim ({medians[other]:.1f}x)"
-    return (f"{family.capitalize()} differs from the nearest sim rollouts: {lead}"
+        relation = f", while {other} matches {short} ({medians[other]:.1f}x)"
+    return (f"{family.capitalize()} differs from the nearest {words['runs']}: {lead}"
             f"{relation}.{located}")
+
+
+# The explanation's words for what the failures were compared with.
+_WORDS = {
+    "simulation": {"short": "sim", "own": "simulation's own", "runs": "sim rollouts",
+                   "matched": "sim failures"},
+    "normal operation": {"short": "normal operation", "own": "normal operation",
+                         "runs": "normal runs", "matched": "normal runs"},
+}

@@ -5,8 +5,8 @@ industrial arm, 15 samples over 315 ms after a failure was detected, labelled ``
 (or ``ok``) or with a failure mode (a collision, an obstruction, a part moved or lost).
 No simulator exists for that arm, so the normal runs are the reference: every other one
 is written as ``source = reference`` (normal operation standing in for sim rollouts), the
-rest as real successes. The failures are real failures spread in file order over three
-deployments of one robot at one site; their modes are returned beside the dataset, never
+rest as real successes. The failures are real failures spread in a seeded random order
+over three deployments of one robot at one site; their modes are returned beside the dataset, never
 written into it (``failure_label`` is a symptom, not the answer).
 """
 
@@ -75,8 +75,10 @@ def _record(path: str | Path, label: str, rows: list[list[float]]) -> Recording:
     return Recording(label, np.array(rows))
 
 
-def write_problem(path: str | Path, out: str | Path, task: str | None = None) -> dict[str, str]:
-    """Write one learning problem as a dataset folder ``out``.
+def write_problem(path: str | Path, out: str | Path, task: str | None = None,
+                  seed: int = 0) -> dict[str, str]:
+    """Write one learning problem as a dataset folder ``out``; ``seed`` orders the failures
+    over the deployments.
 
     Returns:
         Every failure's episode ID -> its labelled mode (the answer key).
@@ -86,6 +88,9 @@ def write_problem(path: str | Path, out: str | Path, task: str | None = None) ->
     start = datetime(2024, 1, 1, tzinfo=UTC)
     normal = [r for r in records if r.label in NORMAL]
     failed = [r for r in records if r.label not in NORMAL]
+    # The files list the modes one after another: shuffled (seeded), so that no mode
+    # belongs to one deployment, as it would if the order of the file were time.
+    failed = [failed[i] for i in np.random.default_rng(seed).permutation(len(failed))]
     episodes: list[dict[str, object]] = []
     signals: list[pa.Table] = []
     truth: dict[str, str] = {}

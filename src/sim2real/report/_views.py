@@ -106,6 +106,7 @@ class ReportView:
     help: dict[str, str]
     details: str
     reference_channels: list[str]
+    compared_with: str
 
 
 def _event_view(e: EventReport, traces: Traces) -> EventView:
@@ -318,6 +319,7 @@ def report_view(report: Report, figs: FigureSet) -> ReportView:
         help=dict(TAXONOMY_HELP),
         details=_details_json(shown),
         reference_channels=[str(c) for c in refs] if isinstance(refs, list) else [],
+        compared_with=str(extra(model.dataset, "compared_with", "simulation")),
     )
 
 
