@@ -86,11 +86,12 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     # (more than one cell) and the reference fails at all (else it predicts none anywhere).
     informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
     reference = compared_with(diagnosis.dataset)
+    cited = diagnosis.clusterer.cited_places(diagnosis.fleet) if informative else {}
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        places = diagnosis.clusterer.hot_places(index) if informative else []
-        label = label_cluster(diagnosis.signatures, rows, robots, sites, places, reference)
+        label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
+                              reference)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)
