@@ -256,6 +256,11 @@ CASES: dict[str, Case] = {
                         r"no channel columns besides episode_id and t"),
     "no signals": Case(lambda root: shutil.rmtree(root / "signals"), 2,
                        r"missing; expected one of signals\.parquet, signals\.csv"),
+    "episodes in two formats": Case(_write_bytes("episodes.csv", b"episode_id,source,task\n"),
+                                    2, r"fleet: holds both episodes\.parquet and episodes\.csv; "
+                                    r"keep one"),
+    "signals in two layouts": Case(_write_bytes("signals.csv", b"episode_id,t,x\n"), 2,
+                                   r"fleet: holds both signals/ and signals\.csv; keep one"),
     # side files
     "unknown family": Case(_write_bytes("channels.csv", b"channel,family\ngrip_force,haptic\n"),
                            2, r"channels\.csv, column 'family', row 0: unknown family"),

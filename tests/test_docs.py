@@ -44,3 +44,10 @@ def test_the_adapter_guide_example_is_an_adapter() -> None:
     assert one.telemetry.equals(again.telemetry)  # deterministic for a request
     assert set(recorded.column_names) <= set(one.telemetry.column_names)
     assert one.telemetry.num_rows == recorded.num_rows
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    """A user has the repository, not the team's shared folder."""
+    texts = [*PAGES, *sorted((ROOT / "src").rglob("*.py"))]
+    for path in texts:
+        assert "shared/" not in path.read_text(), path.relative_to(ROOT)

@@ -5,7 +5,8 @@ folders in one ``renameat2(RENAME_EXCHANGE)`` where the system has it (Linux), s
 a crash or a kill at any instant finds the whole old folder or the whole new one. Where
 there is no such call, two renames: a kill between them leaves the old folder under a
 hidden name, which the next write puts back. A staging folder is locked while its run
-lives; the next write beside it removes those whose run died.
+lives; the next write beside it removes those whose run died, and so do the scratch
+folders of killed runs (:func:`locked_folder`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ try:
 except ImportError:  # pragma: no cover - Windows: no locks, stale folders are left alone
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["atomic_files", "check_target", "link_tree", "scratch_beside"]
+__all__ = ["SCRATCH_PREFIX", "atomic_files", "check_target", "link_tree", "locked_folder",
+           "remove_dead"]
 
 _STAGING = ".tmp"
-_SCRATCH = ".scratch"
+# A run's temporary files (sim2real._scratch); beside the output folder by default.
+SCRATCH_PREFIX = ".sim2real-scratch-"
 _OLD = ".old"
 _RENAME_EXCHANGE = 2
 
@@ -139,27 +142,11 @@ def _relative_files(root: Path) -> frozenset[str]:
                      if not p.is_dir() or p.is_symlink())
 
 
-@contextlib.contextmanager
-def scratch_beside(target: Path) -> Iterator[Path]:
-    """A hidden folder beside ``target`` for one run's temporary files, removed when the
-    block ends; locked like a staging folder, so the next run beside ``target`` removes it
-    if this run is killed."""
-    target = _real(Path(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch, lock = _new_staging(target, _SCRATCH)
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if lock is not None:
-            os.close(lock)
-
-
-def _new_staging(target: Path, suffix: str = _STAGING) -> tuple[Path, int | None]:
+def _new_staging(target: Path) -> tuple[Path, int | None]:
     """A fresh hidden folder beside ``target`` (made like any folder, so the umask applies;
     an existing target's permissions carry over), locked for as long as this run lives."""
     while True:
-        staging = target.with_name(f".{target.name}.{secrets.token_hex(6)}{suffix}")
+        staging = target.with_name(f".{target.name}.{secrets.token_hex(6)}{_STAGING}")
         try:
             staging.mkdir()
             break
@@ -167,11 +154,36 @@ def _new_staging(target: Path, suffix: str = _STAGING) -> tuple[Path, int | None
             continue
     if target.is_dir():
         staging.chmod(target.stat().st_mode & 0o7777)
+    return staging, locked_folder(staging)
+
+
+def locked_folder(folder: Path) -> int | None:
+    """Lock ``folder`` for as long as this process lives (or until the returned descriptor
+    is closed): :func:`remove_dead` leaves it alone meanwhile, and removes it once the
+    process died without cleaning up (a kill)."""
     if fcntl is None:  # pragma: no cover
-        return staging, None
-    lock = os.open(staging, os.O_RDONLY)
+        return None
+    lock = os.open(folder, os.O_RDONLY)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return staging, lock
+    return lock
+
+
+def remove_dead(parent: Path, pattern: str) -> None:
+    """Remove the folders of ``parent`` matching ``pattern`` that no live run has locked."""
+    if fcntl is None:  # pragma: no cover
+        return
+    for folder in parent.glob(pattern):
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live run's
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _clean_stale(target: Path) -> None:
@@ -185,19 +197,8 @@ def _clean_stale(target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.rename(target)
-    for staging in [*target.parent.glob(f".{glob.escape(target.name)}.*{_STAGING}"),
-                    *target.parent.glob(f".{glob.escape(target.name)}.*{_SCRATCH}")]:
-        try:
-            fd = os.open(staging, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # a live run's
-        finally:
-            os.close(fd)
-        shutil.rmtree(staging, ignore_errors=True)
+    remove_dead(target.parent, f".{glob.escape(target.name)}.*{_STAGING}")
+    remove_dead(target.parent, f"{SCRATCH_PREFIX}*")
 
 
 def _swap(staging: Path, target: Path) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from sim2real._atomic import scratch_beside
+from sim2real._atomic import SCRATCH_PREFIX, locked_folder, remove_dead
 from sim2real.errors import UsageError
 
 __all__ = ["scratch_folder"]
@@ -26,17 +28,20 @@ def scratch_folder(folder: str | Path | None = None,
     Raises:
         UsageError: the folder cannot be made there.
     """
-    with contextlib.ExitStack() as stack:
-        try:
-            if folder is None and beside is not None:
-                # Beside the output, locked: the next run there removes it if this one is killed.
-                path = stack.enter_context(scratch_beside(Path(beside)))
-            else:
-                if folder is not None:
-                    Path(folder).mkdir(parents=True, exist_ok=True)
-                path = Path(stack.enter_context(tempfile.TemporaryDirectory(
-                    prefix=".sim2real-scratch-", dir=folder)))
-        except OSError as err:
-            where = folder if folder is not None else Path(beside or ".").absolute().parent
-            raise UsageError(f"{where}: cannot make a scratch folder there: {err}") from err
+    where = Path(folder) if folder is not None else (
+        Path(beside).absolute().parent if beside is not None else None)
+    try:
+        if where is not None:
+            where.mkdir(parents=True, exist_ok=True)
+        # Locked while this run lives: a killed run's folder is removed by the next run.
+        path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=where))
+        lock = locked_folder(path)
+    except OSError as err:
+        raise UsageError(f"{where}: cannot make a scratch folder there: {err}") from err
+    remove_dead(path.parent, f"{SCRATCH_PREFIX}*")
+    try:
         yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)

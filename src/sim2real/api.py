@@ -17,7 +17,7 @@ from sim2real.report.build import build_report, empty_report, with_check_evidenc
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report, check_output, read_previous
 from sim2real.sim.adapter import SimulatorAdapter, load_adapter
-from sim2real.sim.calibrate import CalibrationConfig
+from sim2real.sim.calibrate import CalibrationConfig, plan, screening_cost
 from sim2real.sim.check import check_evidence
 
 if TYPE_CHECKING:
@@ -93,8 +93,11 @@ def analyze(
         check_output(out)
     old = _previous(previous)
     sim = load_adapter(adapter, adapter_options) if adapter is not None else None
+    calibration = calibration or CalibrationConfig()
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(
         dataset, skip_bad_episodes=skip_bad_episodes)
+    if sim is not None:  # a budget the calibrations cannot spend is an error before any work
+        plan(calibration.budget, 2, calibration.restarts, screening_cost(len(ds.params)))
     real = real_episodes(ds)
     check_analysable(ds, real)
     if not pc.any(pc.equal(real["outcome"], "failure")).as_py():

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sim2real.dataset import load_dataset
+from sim2real.demo.scoring import yardstick_ari
 from sim2real.demo.zoo import TRAP_CLASSES, WorldKey, draw_world, generate_world
 from sim2real.errors import UsageError
 
@@ -97,3 +98,21 @@ def test_every_trap_class_can_be_set() -> None:
         assert all(c.trap == trap for c in world.causes)
     with pytest.raises(UsageError, match="unknown trap"):
         draw_world(0, traps=["gremlins"])
+
+
+def test_a_cause_fails_only_where_and_when_it_acts(worlds: dict[str, WorldKey]) -> None:
+    key = worlds["parts"]
+    episodes = pq.read_table(key.dataset / "episodes.parquet")
+    where = dict(zip(episodes["episode_id"].to_pylist(),
+                     zip(episodes["robot_id"].to_pylist(), episodes["deployment"].to_pylist(),
+                         strict=True), strict=True))
+    for cause in key.causes:
+        events = [e for e, c in key.events.items() if c == cause.name]
+        assert {where[e][0] for e in events} <= set(cause.robots)
+        assert {where[e][1] for e in events} <= set(cause.deployments)
+
+
+def test_yardstick_scores_the_world_it_is_given(worlds: dict[str, WorldKey]) -> None:
+    value = yardstick_ari(worlds["one_file"])
+    assert -1.0 <= value <= 1.0
+    assert value == yardstick_ari(worlds["one_file"])  # seeded

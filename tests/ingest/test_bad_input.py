@@ -142,3 +142,14 @@ def test_a_mapping_of_random_bytes(tmp_path: Path) -> None:
                                        "-o", str(tmp_path / "ds")])
     assert result.exit_code == 2 and "mapping.yaml" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_yaml_error_is_one_line_naming_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "mapping.yaml"
+    path.write_text("task: pick\nchannels: [/odom.x -> x,\n")
+    result = CliRunner().invoke(main, ["ingest", "mcap", str(tmp_path), "-m", str(path),
+                                       "-o", str(tmp_path / "ds")])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1, result.output
+    assert "mapping.yaml, line 3, column 1: not valid YAML: expected the node content" in \
+        result.output

@@ -132,3 +132,24 @@ def test_append_adds_episodes(tmp_path: Path, mapping_data: dict) -> None:
     ids = pq.read_table(tmp_path / "ds" / "episodes.parquet")["episode_id"].to_pylist()
     assert ids == ["w01_a", "w02_b"]
     assert len(list((tmp_path / "ds" / "signals").glob("*.parquet"))) == 2
+
+
+@pytest.mark.parametrize("fmt", ["mcap-ros2", "ros1"])
+def test_nan_and_inf_in_a_recording_are_counted_and_left_out(tmp_path: Path, fmt: str,
+                                                            mapping_data: dict) -> None:
+    messages = episode_messages()
+    joints = [m for m in messages if m[0] == "/joint_states"]
+    joints[3][2]["position"][0] = float("nan")
+    joints[7][2]["position"][0] = float("inf")
+    joints[7][2]["position"][2] = float("-inf")
+    kind, suffix, writer = FORMATS[fmt]
+    path = writer(tmp_path / f"w03_r01_ep1{suffix}", messages)
+    result = ingest_recordings([path], parse_mapping(mapping_data), tmp_path / "ds",
+                               kind=kind)  # type: ignore[arg-type]
+    said = [w for w in result.warnings if "left out (NaN, inf or missing)" in w]
+    assert any("2 sample(s) of j1_pos" in w for w in said), result.warnings
+    assert any("1 sample(s) of j3_pos" in w for w in said), result.warnings
+    signals = load_dataset(tmp_path / "ds").read_signals()
+    j1 = signals.filter(pc.is_valid(signals["j1_pos"]))
+    assert j1.num_rows == 48 and np.isfinite(j1["j1_pos"].to_numpy()).all()
+    assert signals.filter(pc.is_valid(signals["j3_pos"])).num_rows == 49

@@ -16,6 +16,7 @@ from ingest_fixtures import frame, png
 
 from sim2real.cli import main
 from sim2real.errors import IngestError
+from sim2real.ingest import parse_mapping
 from sim2real.ingest._tables import EpisodeDefaults
 from sim2real.ingest.images import frame_stats
 from sim2real.ingest.lerobot import read_lerobot
@@ -244,3 +245,28 @@ def test_lerobot_info_json_of_the_wrong_shape(tmp_path: Path, info: object) -> N
     (root / "meta" / "info.json").write_text(json.dumps(info))
     with pytest.raises(IngestError, match=r"info\.json"):
         read_lerobot(root)
+
+
+def test_lerobot_frame_columns_as_facts(tmp_path: Path) -> None:
+    """``{feature: ...}`` reads an episode fact from a frame column: next.reward's last
+    value, next.done's first; neither becomes a channel."""
+    root = write_lerobot(tmp_path / "ds_in", "v3.0")
+    info = json.loads((root / "meta" / "info.json").read_text())
+    for key, dtype in (("next.reward", "float32"), ("next.done", "bool")):
+        info["features"][key] = {"dtype": dtype, "shape": [1], "names": None}
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    part = root / "data" / "chunk-000" / "file-000.parquet"
+    table = pq.read_table(part)
+    frame = table["frame_index"].to_numpy()
+    last = np.r_[frame[1:] == 0, True]  # each episode's last frame
+    table = table.append_column("next.reward", pa.array(0.25 * frame, pa.float32()))
+    pq.write_table(table.append_column("next.done", pa.array(last)), part)
+    mapping = parse_mapping({"sys": {"reward": {"feature": "next.reward", "pick": "last"},
+                                     "done_at_start": {"feature": "next.done"}}})
+    with pytest.warns(UserWarning):
+        episodes, signals, channels = read_lerobot(root, mapping=mapping)
+    rows = episodes.to_pylist()
+    assert [r["sys.reward"] for r in rows] == [1.25, 0.75]  # frames 0-5 and 0-3
+    assert [r["sys.done_at_start"] for r in rows] == [False, False]
+    assert not {"next_reward", "next_done"} & set(signals.column_names)
+    assert not any(c.name.startswith(("reward", "done")) for c in channels)

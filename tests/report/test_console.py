@@ -46,3 +46,16 @@ def test_wide_content_still_fits(validation: Validation) -> None:
     text = _printed(print_validation, Validation(type(validation.model).model_validate(data)))
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text and text.count("unchanged") == len(data["clusters"])
+
+
+def test_counts_agree_with_their_nouns(report: Report) -> None:
+    data = report.model.model_dump(mode="json")
+    one = data["clusters"][0]
+    data["clusters"] = [one]
+    data["events"] = [{**e, "cluster_id": None if i == 0 else one["cluster_id"]}
+                      for i, e in enumerate(data["events"][:2])]
+    data["dataset"]["failures"] = 2
+    model = type(report.model).model_validate(data)
+    text = _printed(print_report, Report(model, report.signatures, report.traces))
+    assert "2 real failures, 1 cluster (" in text
+    assert "1 failure fits no cluster" in text

@@ -18,7 +18,7 @@ from sim2real.sim import CalibrationConfig, calibrate
 from sim2real.sim._space import SearchSpace
 from sim2real.sim.calibrate import _Fit, _param_fits, plan
 
-_BUDGET = CalibrationConfig(budget=57, max_episodes=3, seeds=1)
+_BUDGET = CalibrationConfig(budget=57, restarts=2, max_episodes=3, seeds=1)
 
 
 def _closer(fitted: float, nominal: float, truth: float) -> bool:
@@ -36,8 +36,8 @@ def test_recovers_dim_light_beyond_the_range(demo: Demo) -> None:
     assert result.discrepancy_after < result.discrepancy_before
     assert light.std is not None and light.std > 0 and len(light.fits) == 2
     # the budget bought 2 restarts x 4 generations x 6 + 2 x 2 offers + nominal + 4 probes
-    assert result.plan == {"budget": 57, "restarts": 2, "popsize": 6, "generations": 4,
-                           "candidates": 57}
+    assert result.plan == {"budget": 57, "screening": 0, "restarts": 2, "popsize": 6,
+                           "generations": 4, "candidates": 57}
     assert result.rollouts == 3 * 57
 
 
@@ -65,10 +65,12 @@ def test_cli_names_an_unknown_parameter(demo: Demo, tmp_path: Path) -> None:
 
 
 def test_plan_spends_the_budget_and_says_so() -> None:
-    p = plan(200, 4)
-    assert p.candidates <= 200 and p.restarts == 2 and p.popsize == 8
+    p = plan(200, 4)  # one fit of 23 generations: two of 11 would stop short
+    assert p.candidates <= 200 and p.restarts == 1 and p.popsize == 8 and p.generations == 23
+    p = plan(300, 4)
+    assert p.candidates <= 300 and p.restarts == 2 and p.generations == 17
     assert p.candidates == p.restarts * (p.generations * p.popsize + 2) + 1 + 2 * 4
-    assert plan(30, 1).restarts == 1  # too small for two fits of four generations
+    assert plan(30, 1).restarts == 1
     with pytest.raises(UsageError, match="at least"):
         plan(10, 2)
 
@@ -88,7 +90,7 @@ def test_one_restart_and_a_narrow_box_are_said_plainly(tmp_path: Path) -> None:
     assert any("not estimated" in w for w in result.warnings)
     # Wide enough, two restarts: the truth, agreed on, with an uncertainty from both.
     wide = calibrate(dataset, episodes=real_ids(), params=["gain"], adapter=ToyAdapter(),
-                     config=CalibrationConfig(budget=60), workers=1)
+                     config=CalibrationConfig(budget=92), workers=1)
     (gain,) = wide.params
     assert gain.fitted == pytest.approx(TRUE_GAIN, rel=0.03) and not gain.at_edge
     assert gain.converged and gain.identifiable
@@ -104,9 +106,18 @@ def test_disagreeing_fits_not_converged_unless_equally_good() -> None:
     steps = np.array([0.35, 0.35])
     good = _Fit(np.array([0.5]), 1.0, per_ep, [2.0, 1.0])
     stuck = _Fit(np.array([-1.0]), 1.6, per_ep + 0.6, [2.0, 1.6])
-    (fit,) = _param_fits(space, [good, stuck], good, probe, steps, 4.0)
+    (fit,) = _param_fits(space, [good, stuck], good, probe, steps, 4.0, 0.06)
     assert fit.converged is False and fit.identifiable
     assert fit.note is not None and "raise --budget" in fit.note
     twin = _Fit(np.array([-1.0]), 1.0, per_ep, [2.0, 1.0])
-    (fit,) = _param_fits(space, [good, twin], good, probe, steps, 4.0)
+    (fit,) = _param_fits(space, [good, twin], good, probe, steps, 4.0, 0.06)
     assert not fit.identifiable and fit.note is not None and "equally well" in fit.note
+
+
+def test_unnamed_parameters_are_screened_within_the_budget(tmp_path: Path) -> None:
+    dataset = toy_dataset(tmp_path / "toy")
+    result = calibrate(dataset, episodes=real_ids(), adapter=ToyAdapter(),
+                       config=CalibrationConfig(budget=40), workers=1)
+    assert result.plan["screening"] == 5 and result.plan["candidates"] <= 40
+    assert set(result.screened) == {"gain"} and result.screened["gain"] < result.discrepancy_before
+    assert result.rollouts == 5 * result.plan["candidates"]

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 from toy import TRUE_GAIN, ToyAdapter, real_ids, toy_dataset
 
+from sim2real.cli import main
 from sim2real.dataset import load_dataset
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report
@@ -42,7 +44,7 @@ def test_loop_puts_checked_evidence_on_the_action(tmp_path: Path, named: bool) -
     assert c.sim_check.fitted["gain"] == pytest.approx(TRUE_GAIN, rel=0.1)
     assert c.sim_check.candidates <= 40 and c.sim_check.failures_after == 5
     evidence = c.actions[0].evidence
-    assert evidence is not None and evidence.startswith("attribution Sim replay (toy")
+    assert evidence is not None and evidence.startswith("attribution. Sim replay (toy")
     assert "replay reproduces the events: 5 of 5 replays fail, reality 5 of 5" in evidence
 
 
@@ -53,3 +55,15 @@ def test_loop_leaves_other_clusters_alone(tmp_path: Path) -> None:
     report = _report("deployment_system_noise", [action])
     out = close_loop(ds, report, ToyAdapter(), config=CalibrationConfig(budget=40), workers=1)
     assert out.model == report.model
+
+
+def test_analyze_refuses_a_bad_adapter_or_budget_before_any_work(tmp_path: Path) -> None:
+    dataset = toy_dataset(tmp_path / "toy")
+    out = tmp_path / "out"
+    small = CliRunner().invoke(main, ["analyze", str(dataset), "-o", str(out), "--quiet",
+                                      "--adapter", "toy:ToyAdapter", "--budget", "5"])
+    assert small.exit_code == 2 and "--budget 5 is too small" in small.output
+    unknown = CliRunner().invoke(main, ["analyze", str(dataset), "-o", str(out), "--quiet",
+                                        "--adapter", "nope"])
+    assert unknown.exit_code == 2 and "unknown simulator adapter 'nope'" in unknown.output
+    assert not out.exists()

@@ -71,6 +71,9 @@ def test_usage_errors(standard: Path) -> None:
         validate(standard / "dataset", ["w01"], ["w01"])
     with pytest.raises(UsageError):
         validate(standard / "dataset", ["w01"], ["nope"])
+    # a target names a cluster of an earlier report (it said "targeted C9", exit 0, before)
+    with pytest.raises(UsageError, match="--target C9: names clusters of an earlier report"):
+        validate(standard / "dataset", ["w01"], ["w02"], targets=["C9"])
 
 
 def test_cli(standard: Path, tmp_path: Path) -> None:

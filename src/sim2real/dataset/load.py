@@ -211,9 +211,12 @@ def _first_sample(files: Sequence[Location], known: EpisodeIndex,
 
 
 def _one_of(root: Location, *names: str) -> Location:
-    for name in names:
-        if (root / name).exists():
-            return root / name
+    found = [root / name for name in names if (root / name).exists()]
+    if len(found) > 1:  # which one is the dataset? Never guess: a stale copy would win
+        raise DatasetError(f"holds both {found[0].name} and {found[1].name}; keep one",
+                           file=str(root))
+    if found:
+        return found[0]
     raise DatasetError(f"missing; expected one of {', '.join(names)}", file=str(root))
 
 
@@ -248,6 +251,10 @@ def _unreadable(files: Sequence[Location], columns: Sequence[str],
 
 def _signal_files(root: Location) -> tuple[Location, ...]:
     if (root / "signals").is_dir():
+        beside = [n for n in ("signals.parquet", "signals.csv") if (root / n).exists()]
+        if beside:
+            raise DatasetError(f"holds both signals/ and {beside[0]}; keep one",
+                               file=str(root))
         parts = tuple((root / "signals").files(".parquet"))
         if not parts:
             raise DatasetError("folder holds no *.parquet parts", file=str(root / "signals"))

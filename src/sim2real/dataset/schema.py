@@ -1,4 +1,4 @@
-"""The dataset format of ``shared/spec/dataset.md``: names, vocabularies, typed records."""
+"""The dataset format (``docs/dataset.md``): names, vocabularies, typed records."""
 
 from __future__ import annotations
 

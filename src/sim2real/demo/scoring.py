@@ -15,14 +15,22 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow.parquet as pq
+from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
-from sim2real.demo.zoo import CauseKey, WorldKey, generate_world
+from sim2real.dataset.ids import EpisodeIndex
+from sim2real.errors import UsageError
 from sim2real.report.model import ClusterReport, ReportModel, ValidationModel
 
+if TYPE_CHECKING:  # the zoo is imported where a world is generated, not by every demo
+    from sim2real.demo.zoo import CauseKey, WorldKey
+
 __all__ = ["MIN_SCORED_FAILURES", "CauseScore", "ScoreCard", "WorldScore", "generate_and_score",
-           "load_answer_key", "score_report", "score_world"]
+           "load_answer_key", "score_report", "score_world", "yardstick_ari"]
 
 # A cause with fewer real failures is left unscored: a handful of events is no cluster.
 MIN_SCORED_FAILURES = 8
@@ -106,7 +114,8 @@ class CauseScore:
         param_right: the cluster's first sim parameter is the cause's key parameter
             (``None``: the cause has none).
         outside_range_right: the report says the key parameter is outside sim's range
-            exactly when it is (``None``: no key parameter, or the report omits it).
+            exactly when it is; a parameter it does not list is not said to be outside
+            (``None``: the cause has no key parameter).
         action_right: the cluster's first action is of a kind that fits the cause.
         reduction_error: that action's ``expected_reduction`` minus the truth: the share of
             the cluster's failures that disappear when the world is regenerated without
@@ -131,6 +140,9 @@ class WorldScore:
 
     Attributes:
         ari: as :class:`ScoreCard` (``None`` on a world without a gap: one true group).
+        yardstick_ari: the same for a plain KMeans, told the true number of groups, on
+            per-failure summaries of every channel (mean, std, min, max, last; z-scored):
+            what the world gives away without any sim2real machinery.
         causes: the causes with at least :data:`MIN_SCORED_FAILURES` failures.
         validate: cause -> whether the validation verdict for its cluster is one its
             key expects (a fixed cause shrank or is gone, a late one is new or grew).
@@ -144,6 +156,7 @@ class WorldScore:
     no_gap: bool
     n_failures: int
     ari: float | None
+    yardstick_ari: float | None
     causes: tuple[CauseScore, ...]
     fastest_growing_right: bool
     validate: dict[str, bool]
@@ -168,9 +181,43 @@ def score_world(report: ReportModel, key: WorldKey,
         key, card.cause_clusters, validation)
     return WorldScore(
         seed=key.seed, traps=key.traps, no_gap=key.no_gap, n_failures=len(key.events),
-        ari=None if key.no_gap else card.ari, causes=causes,
+        ari=None if key.no_gap else card.ari,
+        yardstick_ari=None if key.no_gap else yardstick_ari(key), causes=causes,
         fastest_growing_right=card.fastest_growing_right, validate=verdicts, silent=silent,
         confident_wrong=tuple(card.confident_wrong), seconds=seconds)
+
+
+def yardstick_ari(key: WorldKey) -> float:
+    """ARI of KMeans (k = the true number of groups) on z-scored per-failure summaries of
+    every channel: mean, std, min, max and last value (0 where a channel has no sample)."""
+    ids = sorted(key.events)
+    folder = key.dataset / "signals"
+    table = pq.read_table(folder if folder.is_dir() else key.dataset / "signals.parquet",
+                          filters=[("episode_id", "in", ids)])
+    names = sorted(set(table["channel"].to_pylist()))
+    ep = EpisodeIndex(ids).rows(table["episode_id"])
+    ch = EpisodeIndex(names).rows(table["channel"])
+    t, v = table["t"].to_numpy(), table["value"].to_numpy()
+    order = np.lexsort((t, ch, ep))
+    group = (ep * len(names) + ch)[order]
+    v = v[order]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    counts = np.diff(np.r_[starts, len(v)])
+    mean = np.add.reduceat(v, starts) / counts
+    spread = np.sqrt(np.maximum(np.add.reduceat(v * v, starts) / counts - mean ** 2, 0))
+    last = v[np.r_[starts[1:], len(v)] - 1]
+    stats = np.column_stack([mean, spread, np.minimum.reduceat(v, starts),
+                             np.maximum.reduceat(v, starts), last])
+    features = np.zeros((len(ids) * len(names), 5))
+    features[group[starts]] = stats
+    features = features.reshape(len(ids), -1)
+    features = (features - features.mean(0)) / np.where(features.std(0) > 0, features.std(0), 1)
+    truth = [key.events[e] for e in ids]
+    k = len(set(truth))
+    if k < 2:
+        return 0.0
+    labels = KMeans(k, n_init=10, random_state=0).fit_predict(features)
+    return float(adjusted_rand_score(truth, labels))
 
 
 def _score_cause(cause: CauseKey, cluster_id: str | None, by_id: dict[str, ClusterReport],
@@ -178,14 +225,15 @@ def _score_cause(cause: CauseKey, cluster_id: str | None, by_id: dict[str, Clust
     cluster = by_id.get(cluster_id) if cluster_id is not None else None
     if cluster is None:
         return CauseScore(cause.name, cause.trap, cause.mechanism, cause.n_failures, None,
-                          False, False if cause.key_param else None, None, False, None)
+                          False, False if cause.key_param else None,
+                          False if cause.outside_range is not None else None, False, None)
     params = cluster.sim_params
     param_right = None if cause.key_param is None else bool(
         params and params[0].param == cause.key_param)
     outside = None
-    entry = next((p for p in params if p.param == cause.key_param), None)
-    if cause.outside_range is not None and entry is not None:
-        outside = entry.outside_range == cause.outside_range
+    if cause.outside_range is not None:  # a parameter the report leaves out is not outside
+        entry = next((p for p in params if p.param == cause.key_param), None)
+        outside = (entry is not None and entry.outside_range) == cause.outside_range
     first = cluster.actions[0] if cluster.actions else None
     truth = sum(key.events.get(e) == cause.name for e in cluster.events) / max(cluster.size, 1)
     return CauseScore(
@@ -224,6 +272,7 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
         with tempfile.TemporaryDirectory(prefix="sim2real-zoo-") as tmp:
             return generate_and_score(seed, tmp, traps=traps, size=size, no_gap=no_gap)
     import sim2real
+    from sim2real.demo.zoo import generate_world
     from sim2real.engine import LocalExecutor
 
     key = generate_world(seed, out_dir, traps=list(traps) if traps else None, size=size,
@@ -233,6 +282,10 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
     validation = None
     if key.validate is not None:
         baseline, candidate, _ = key.validate
-        validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
-                                       previous=report).model
+        try:
+            validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
+                                           previous=report).model
+        except UsageError:  # refused (say, no baseline failure): no verdict is right
+            validation = ValidationModel(baseline=list(baseline), candidate=list(candidate),
+                                         clusters=[], dataset=str(key.dataset))
     return score_world(report, key, validation, seconds=time.perf_counter() - start)

@@ -374,5 +374,9 @@ def load_mapping(path: str | Path) -> Mapping:
         raise IngestError(f"{path}: not a text file ({err.reason} at byte {err.start}); "
                           "expected a YAML mapping") from err
     except yaml.YAMLError as err:
-        raise IngestError(f"{path}: not valid YAML ({err})") from err
+        # One line: where (1-based, as editors count) and the parser's own words.
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise IngestError(f"{path}{where}: not valid YAML: {problem}") from err
     return parse_mapping(data, file=str(path), base_dir=path.parent)

@@ -61,11 +61,13 @@ def print_report(report: Report, out: Path, console: Console | None = None) -> N
     columns = [("cluster", "left"), ("cause", "left"), ("conf.", "right"),
                ("failures", "right"), ("rate change", "left"), ("first action", "left")]
     legend = " (* fastest growing)" if model.fastest_growing is not None else ""
-    _print(console, _table(f"{model.dataset.failures} real failures, {len(model.clusters)} "
-                           f"clusters{legend}", columns, rows))
+    title = (f"{_count(model.dataset.failures, 'real failure')}, "
+             f"{_count(len(model.clusters), 'cluster')}{legend}")
+    _print(console, _table(title, columns, rows))
     unassigned = sum(1 for e in model.events if e.cluster_id is None)
     if unassigned:
-        console.print(f"{unassigned} failures fit no cluster (cluster_id null).")
+        fit = "fits" if unassigned == 1 else "fit"
+        console.print(f"{_count(unassigned, 'failure')} {fit} no cluster (cluster_id null).")
     console.print(f"report: {(out / 'report.html').resolve()}")
 
 
@@ -86,6 +88,10 @@ def print_validation(validation: Validation, out: Path, console: Console | None 
              "(failures / real episodes)")
     _print(console, _table(title, columns, rows))
     console.print(f"validation: {(out / 'validation.html').resolve()}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _rate(side: RateSummary) -> str:

@@ -1,4 +1,4 @@
-"""The JSON outputs of ``shared/spec/report.md`` as pydantic models.
+"""The JSON outputs (``docs/outputs.md``) as pydantic models.
 
 Fields the spec names keep its names and meanings; fields added beyond it are marked
 "extension" in their description. Models are frozen: a report is a snapshot.

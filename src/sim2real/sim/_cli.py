@@ -151,7 +151,8 @@ def check_command(dataset: str | Path, cluster: str | None, episodes: str | None
     Replays the cluster's real episodes at the current values and with the update, on
     the same seeds. The update explains the cluster when the replays' outcomes match
     reality's (Fisher's exact test on the failure counts) and their drift falls
-    significantly (a paired test over the replays); how much more often sim fails than
+    significantly (Wilcoxon signed-rank over the replays paired by
+    episode and seed; five at least); how much more often sim fails than
     before is reported, not required. The verdict says which test failed. Writes
     OUT/check.json; the report's actions pick it up as evidence when it lies in the run
     folder or one of its subfolders.

@@ -2,8 +2,7 @@
 
 The episodes are a cluster's events, taken from an existing ``analyze`` run folder or
 from a fresh analysis, or listed explicitly. The parameters default to the cluster's
-``sim_params`` that the report's attribution says explain most of it, then the most
-shifted from nominal.
+``sim_params`` that the report's attribution says explain part of it.
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ class Target:
     Attributes:
         cluster_id: the cluster, or ``None`` for an explicit episode list.
         episodes: real episode IDs, at most ``max_episodes`` of them.
-        suggested: parameter names, the attribution's first (empty without a report).
+        suggested: the parameters the report says explain part of the cluster, most first
+            (empty without a report or when it explains nothing).
     """
 
     cluster_id: str | None
@@ -61,9 +61,11 @@ def resolve_target(ds: Dataset, *, cluster: str | None, episodes: Sequence[str] 
     ids = list(episodes or [])
     if cluster is not None:
         found = _cluster(_report(ds, run, seed, progress), cluster, run)
-        # What the attribution says explains the cluster first, then the most shifted.
+        # Only what the attribution says explains part of the cluster, most first: a
+        # parameter merely shifted is no evidence (calibration screens them all instead).
         suggested = tuple(p.param for p in sorted(
-            found.sim_params, key=lambda p: (-(p.explained or 0.0), -abs(p.shift))))
+            (p for p in found.sim_params if (p.explained or 0.0) > 0),
+            key=lambda p: -(p.explained or 0.0)))
         ids = [e for e in found.events if not ids or e in ids]
     if len(ids) > max_episodes:
         rng = np.random.default_rng(seed)

@@ -2,8 +2,9 @@
 
 For each of the report's most urgent clusters that points to simulation parameters (an
 action names one, ``param.*``, or the cluster is a ``dynamics_mismatch`` or
-``perception_drift`` whose ``sim_params`` the attribution ranked), calibrate that parameter
-(else the two the attribution ranks first) on the cluster's events within the budget, then
+``perception_drift`` with ``sim_params``), calibrate that parameter (else those the
+attribution says explain part of it, else the two a screening finds closest to the events;
+see :func:`~sim2real.sim.calibrate`) on the cluster's events within the budget, then
 run the counterfactual check on the fitted values. The result goes into the cluster's
 ``sim_check`` and, as one sentence, into the tested action's ``evidence``: what a reader
 needs before retraining on the new values. The check's verdict, not the ranking, says
@@ -67,10 +68,13 @@ def close_loop(ds: Dataset, report: Report, adapter: str | SimulatorAdapter, *,
             f"param.{p.param} = {p.fitted:.4g}{'' if p.std is None else f' +- {p.std:.2g}'}"
             f"{'' if p.identifiable else ' (not identifiable)'}" for p in cal.params)
         said = "reproduces" if res.reproduces else "does not reproduce"
+        chosen = (f" (chosen by screening all {len(cal.screened)} parameters)"
+                  if cal.screened else "")
         text = (f"Sim replay ({sim.name}, {cal.plan['candidates']} candidate evaluations): "
-                f"calibrated {fits}{'' if cal.converged else ' (not converged)'}; with it the "
-                f"replay {said} the events: {res.failures_after} of {res.replays} replays fail, "
-                f"reality {res.failures_real} of {res.episodes_real}; drift "
+                f"calibrated {fits}{chosen}{'' if cal.converged else ' (not converged)'}; "
+                f"with it the replay {said} the events: {res.failures_after} of "
+                f"{res.replays} replays fail, reality {res.failures_real} of "
+                f"{res.episodes_real}; drift "
                 f"{res.drift_before:.3g} -> {res.drift_after:.3g}.")
         actions = list(c.actions)
         if actions:
@@ -100,5 +104,6 @@ def _tested(c: ClusterReport) -> int | None:
 
 
 def _with_evidence(action: Action, text: str) -> Action:
-    joined = f"{action.evidence} {text}" if action.evidence else text
+    before = (action.evidence or "").rstrip()
+    joined = f"{before}{'' if before.endswith('.') else '.'} {text}" if before else text
     return action.model_copy(update={"evidence": joined})

@@ -102,7 +102,8 @@ def validate(
         The verdicts; no clusters when neither side has a real failure.
 
     Raises:
-        UsageError: empty or overlapping deployment lists, unknown deployments, ``out``
+        UsageError: empty or overlapping deployment lists, unknown deployments, targets
+            without ``previous`` or not in it, ``out``
             unfit for a run's outputs (all checked before any work), or failures in the
             candidate deployments but none in the baseline to compare them with.
         DatasetError: the dataset breaks the format or has no sim rollouts.
@@ -112,6 +113,10 @@ def validate(
     overlap = sorted(set(baseline) & set(candidate))
     if overlap:
         msg = f"deployment(s) {', '.join(overlap)} are in both --baseline and --candidate"
+        raise UsageError(msg)
+    if targets and previous is None:
+        msg = (f"--target {', '.join(targets)}: names clusters of an earlier report; give "
+               "that report as --previous")
         raise UsageError(msg)
     unknown = sorted(set(targets) - {c.cluster_id for c in previous.clusters}) if previous else []
     if unknown:

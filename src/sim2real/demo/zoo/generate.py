@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -140,18 +140,18 @@ def _base_inputs(world: World, task: np.ndarray, rng: np.random.Generator, *,
     dock = np.array([t.dock for t in world.tasks])[task]
     duration = np.array([t.duration for t in world.tasks])[task] * np.exp(rng.normal(0, 0.04, n))
     steps = int(np.ceil(duration.max() / DT)) + 2
-    latency = None
-    if real:  # the network: 20 ms, slowly wandering a few ms
+    latency = None  # sim's model of the network: a constant 20 ms
+    if real or world.no_gap:  # the network: 20 ms, slowly wandering a few ms
         wander = np.cumsum(rng.normal(0, 0.3, (n, steps)), axis=1)
         latency = 20 + np.clip(wander, -6, 6)
-    bumped = rng.random(n) < 0.05  # knocks sim models too: background failures
+    bumped = rng.random(n) < 0.07  # knocks sim models too: background failures
     return Inputs(
         duration=duration, distance=dock + _Q_PREF + depth, dock=dock,
         tolerance=np.array([o.tolerance for o in world.objects])[obj],
         mass_factor=np.array([o.mass_factor for o in world.objects])[obj],
         grip_factor=np.array([o.grip_factor for o in world.objects])[obj],
         params=params, latency_ms=latency, contact=np.zeros(n, int),
-        contact_at=rng.uniform(0.3, 0.7, n), bump=np.where(bumped, rng.uniform(0.1, 0.6, n), 0.0),
+        contact_at=rng.uniform(0.3, 0.7, n), bump=np.where(bumped, rng.uniform(0.15, 0.8, n), 0.0),
         bump_at=rng.uniform(0.1, 0.9, n), fps=world.fps_real if real else world.fps_sim,
     ), obj
 
@@ -195,7 +195,7 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
     fields = {"tolerance": clean.tolerance.copy(), "mass_factor": clean.mass_factor.copy(),
               "grip_factor": clean.grip_factor.copy(), "distance": clean.distance.copy(),
               "contact": clean.contact.copy()}
-    steps_t = np.arange(0 if latency is None else latency.shape[1]) * DT
+    clock = np.arange(0 if latency is None else latency.shape[1]) * DT  # s, per step
     for c, draw in enumerate(world.causes):
         on = cause == c
         if not on.any():
@@ -212,7 +212,7 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
             for _ in range(2):
                 centre = rng.uniform(0.2, 0.9, len(rows)) * clean.duration[rows]
                 width = rng.uniform(0.3, 0.8, len(rows))
-                bump = np.exp(-0.5 * ((steps_t[None, :] - centre[:, None]) / width[:, None]) ** 2)
+                bump = np.exp(-0.5 * ((clock[None, :] - centre[:, None]) / width[:, None]) ** 2)
                 latency[rows] += 320 * strength[rows, None] * bump
         elif mech == "new_object":
             new = world.new_object
@@ -225,15 +225,16 @@ def _apply(world: World, clean: Inputs, cause: np.ndarray, rng: np.random.Genera
         else:
             fields["contact"][on] = _CONTACT[mech]
     contact_at = clean.contact_at.copy()
-    modes = [c for c, d in enumerate(world.causes) if d.mechanism in _CONTACT]
-    if modes:  # modes of one place meet the same obstacle at about the same spot
-        contact_at[np.isin(cause, modes)] = rng.uniform(0.45, 0.55, int(np.isin(cause,
-                                                                                modes).sum()))
-    return Inputs(**{**clean.__dict__, **fields, "params": params, "latency_ms": latency,
-                     "contact_at": contact_at})
+    # modes of one place meet the same obstacle at about the same spot
+    moded = np.isin(cause, [c for c, d in enumerate(world.causes) if d.mechanism in _CONTACT])
+    contact_at[moded] = rng.uniform(0.45, 0.55, int(moded.sum()))
+    return replace(clean, tolerance=fields["tolerance"], mass_factor=fields["mass_factor"],
+                   grip_factor=fields["grip_factor"], distance=fields["distance"],
+                   contact=fields["contact"], params=params, latency_ms=latency,
+                   contact_at=contact_at)
 
 
-def depth_value(inputs: Inputs) -> np.ndarray:
+def _depth(inputs: Inputs) -> np.ndarray:
     """The ``ctx`` shelf depth of each episode (m)."""
     return inputs.distance - inputs.dock - _Q_PREF
 
@@ -276,7 +277,7 @@ def _episodes(world: World, run: Run, ids: np.ndarray, task: np.ndarray, obj: np
         cols["site"] = pa.nulls(n, pa.string())
     names = np.array([o.name for o in world.objects] + [world.new_object.name])
     cols[f"ctx.{world.object_ctx}"] = pa.array(names[obj])
-    cols[f"ctx.{world.depth[0]}"] = pa.array(np.round(depth_value(inputs), 4))
+    cols[f"ctx.{world.depth[0]}"] = pa.array(np.round(_depth(inputs), 4))
     for p in world.params:
         values = p.scale * inputs.params[:, ROLE_INDEX[p.role]]
         cols[f"param.{p.name}"] = pa.array(values, pa.float64(), mask=~none)
@@ -295,32 +296,40 @@ def _episodes(world: World, run: Run, ids: np.ndarray, task: np.ndarray, obj: np
 
 def _signals(world: World, run: Run, ids: np.ndarray, real: bool,
              rng: np.random.Generator) -> list[pa.Table]:
-    """Long-layout parts of ``_BLOCK`` episodes: each channel at its own rate."""
+    """Long-layout parts of ``_BLOCK`` episodes, each channel at its own rate, rows in the
+    ``episode_id, channel, t`` order the dataset writer keeps."""
+    channels = sorted(world.channels, key=lambda c: c.name)
+    names = pa.array([c.name for c in channels])
     parts = []
     for start in range(0, len(ids), _BLOCK):
         rows = slice(start, start + _BLOCK)
         end = run.end[rows]
-        pieces = []
-        for ch in sorted(world.channels, key=lambda c: c.name):
+        eps, codes, stamps, values = [], [], [], []
+        for code, ch in enumerate(channels):
             rate = ch.rate_real if real else ch.rate_sim
             if rate is None:
                 continue
             if ch.role in ("det_conf", "brightness", "target_est", "loc_innov", "held_est"):
-                rate = world.fps_real if real else world.fps_sim
-            every = round(1 / (rate * DT))
-            steps = np.arange(0, run.series[ch.role].shape[1], every)
-            values = run.series[ch.role][rows][:, steps]
+                rate = world.fps_real if real else world.fps_sim  # the camera's frames
+            steps = np.arange(0, run.series[ch.role].shape[1], round(1 / (rate * DT)))
+            series = run.series[ch.role][rows][:, steps]
             t = steps * DT
-            keep = (t[None, :] <= end[:, None] + 1e-9) & np.isfinite(values)
-            ep, k = np.nonzero(keep)
+            ep, k = np.nonzero((t[None, :] <= end[:, None] + 1e-9) & np.isfinite(series))
             stamp = t[k]
             if real:  # a real recorder's clock: a little late, never out of order
                 stamp = np.where(k > 0, stamp + rng.uniform(0, 0.3 * DT, len(k)), stamp)
-            pieces.append(pa.table({
-                "episode_id": pa.array(ids[rows][ep]), "t": pa.array(stamp),
-                "channel": pa.array(np.full(len(ep), ch.name)),
-                "value": pa.array(values[ep, k], pa.float64())}))
-        parts.append(pa.concat_tables(pieces))
+            eps.append(ep)
+            codes.append(np.full(len(ep), code))
+            stamps.append(stamp)
+            values.append(series[ep, k])
+        episode, channel = np.concatenate(eps), np.concatenate(codes)
+        stamp = np.concatenate(stamps)
+        order = np.lexsort((stamp, channel, episode))
+        parts.append(pa.table({
+            "episode_id": pa.array(ids[rows]).take(pa.array(episode[order])),
+            "t": pa.array(stamp[order]),
+            "channel": names.take(pa.array(channel[order])),
+            "value": pa.array(np.concatenate(values)[order], pa.float64())}))
     return parts
 
 

@@ -133,6 +133,12 @@ def answer_key(world: World, fleet: Fleet, real: Run, clean: Run, ids: np.ndarra
         "fastest_growing": fastest_growing(per_cause, exposure),
         "fixed": next((c.name for c in world.causes if c.fixed_from is not None), None),
         "validate": validate,
+        "confounders": {
+            "config_rollouts": [world.deployments[d] for d in world.config_rollouts],
+            "hardware": dict(zip(world.robots, world.hardware, strict=True)),
+            "episodes_per_robot": dict(zip(world.robots, np.bincount(
+                fleet.robot, minlength=len(world.robots)).tolist(), strict=True)),
+        },
         "growth": {k: v.tolist() for k, v in per_cause.items()},
         "real_episodes_per_deployment": dict(zip(world.deployments, exposure.tolist(),
                                                  strict=True)),

@@ -39,7 +39,7 @@ _CHANNEL_WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "frames_dropped": (("cam", "net", "stream"), ("dropped", "drop_count", "frames_dropped",
                                                   "packet_loss")),
 }
-_UNIT_SUFFIX = {"m": ("m", "mm"), "m/s": ("mps",), "N": ("n",), "ms": ("ms",), "": ("",),
+_UNIT_SUFFIX = {"m": ("m",), "m/s": ("mps",), "N": ("n",), "ms": ("ms",), "": ("",),
                 "count": ("",)}
 _PARAM_WORDS: dict[str, tuple[str, ...]] = {
     "floor_mu": ("floor_friction", "ground_mu", "wheel_traction", "tire_friction", "surface_mu"),
