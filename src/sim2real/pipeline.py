@@ -366,7 +366,9 @@ def reference_warnings(ds: Dataset, bank: pa.Table, failures: pa.Table,
     out = []
     lengths = [ds.durations[e] for e in failures["episode_id"].to_pylist()
                if e in ds.durations]
-    if lengths and config.window_s > float(np.median(lengths)):
+    # Twice the median: a window a little longer than short failures is the default's
+    # normal case; one that dwarfs them compares whole episodes, not the moments before.
+    if lengths and config.window_s > 2 * float(np.median(lengths)):
         out.append(f"the analysis window ({config.window_s:g} s) is longer than the failures' "
                    f"episodes (median {float(np.median(lengths)):.3g} s): every comparison "
                    "covers whole episodes; a shorter --window compares the moments before "
