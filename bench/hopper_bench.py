@@ -16,7 +16,7 @@ search box of 0.5x to 2x the nominal. Per run:
   nominal (must not), and the calibrated fit.
 
 Reports each run's summed squared mass error (kg^2) and wall time, then the median and
-range over runs. About 15 s a run on two busy cores.
+range over runs. About 40 s a run on two busy cores (the fleet and the checks included).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def run(out: Path, seed: int, budget: int, workers: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="seeds (about 15 s each)")
+    parser.add_argument("--runs", type=int, default=3, help="seeds (about 40 s each)")
     parser.add_argument("--first", type=int, default=0, help="first seed")
     parser.add_argument("--budget", type=int, default=200, help="evaluations per method")
     parser.add_argument("--workers", type=int, default=2)

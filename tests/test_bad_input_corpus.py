@@ -188,6 +188,8 @@ CASES: dict[str, Case] = {
                                 r"episodes\.parquet: cannot be read"),
     "episodes column twice": Case(_edit_episodes(_duplicate("task", "task")), 2,
                                   r"episodes\.parquet, column 'task': column appears twice"),
+    "blank task": Case(_edit_episodes(lambda e: _set(e, "task", 6, " ")), 2,
+                       r"episodes\.parquet, column 'task', row 6: must not be empty"),
     "unknown source": Case(_edit_episodes(lambda e: _set(e, "source", 3, "simulation")), 2,
                            r"column 'source', row 3: unknown value 'simulation'"),
     "no sim episodes": Case(_keep_episodes(lambda e: pc.equal(e["source"], "real")), 2,

@@ -61,7 +61,7 @@ def test_normal_runs_as_reference_are_compared_with_normal_operation(
     assert "No simulator: real failures are compared with normal real runs" in \
         lp4_report.to_html()
     warned = " ".join(model.warnings)
-    assert "longer than the failures' episodes" in warned
+    assert "far longer than the failures' episodes" in warned
     assert "only 12 normal runs" in warned
     assert "no normal runs (source = reference) fail" in warned
 

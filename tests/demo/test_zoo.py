@@ -98,6 +98,13 @@ def test_every_trap_class_can_be_set() -> None:
         assert all(c.trap == trap for c in world.causes)
     with pytest.raises(UsageError, match="unknown trap"):
         draw_world(0, traps=["gremlins"])
+    with pytest.raises(UsageError, match="size must be positive"):
+        draw_world(0, size=0)
+
+
+def test_any_run_of_seeds_sets_every_class() -> None:
+    drawn = {t for seed in range(9) for t in draw_world(seed, no_gap=False).traps}
+    assert drawn == set(TRAP_CLASSES) - {"no_gap"}
 
 
 def test_a_cause_fails_only_where_and_when_it_acts(worlds: dict[str, WorldKey]) -> None:

@@ -23,6 +23,7 @@ actions on one cluster are not additive: each is computed as if it were the only
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,6 +49,7 @@ _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets t
 _UNSURE = 0.3  # label confidence below which "investigate" is added
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
 _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
+_WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
 
 
 def propose_actions(
@@ -81,6 +83,10 @@ def propose_actions(
                 and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
             action = _param_action(diagnosis, rows, p, evidence)
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
+    if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
+        candidate = _candidate(params, evidence, label.taxonomy)
+        if candidate is not None:
+            own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
         own.append(_perception(diagnosis, rows, label))
@@ -194,9 +200,29 @@ def simulator_config(param: ParamRange, low: float, high: float,
     return out
 
 
+def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
+               taxonomy: str) -> ParamEstimate | None:
+    """For a physical cluster no parameter explains significantly: the parameter of its
+    own family the data pull hardest (at least one standard error), at the value they pull
+    it to. Sim's in-range telemetry may barely show a parameter whose real value lies far
+    outside the range; its direction is still the best lead there is."""
+    family = "perception" if taxonomy == "perception_drift" else "dynamics"
+    names = evidence.inference.space_.names
+    mine = [p for p in params
+            if evidence.param_families[names.index(p.param)] == family
+            and abs(p.contrast) >= _WEAK_PULL and np.isfinite(p.pulled)]
+    if not mine:
+        return None
+    p = max(mine, key=lambda q: abs(q.contrast))
+    outside = not p.sim_low <= p.pulled <= p.sim_high
+    return replace(p, estimate=p.pulled, outside_range=outside,
+                   shift=(p.pulled - p.sim_nominal) / ((p.sim_high - p.sim_low) or 1.0))
+
+
 def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
-                  evidence: ParamEvidence) -> Action:
-    """Widen the range to cover the estimate, or move the range onto it."""
+                  evidence: ParamEvidence, weak: bool = False) -> Action:
+    """Widen the range to cover the estimate, or move the range onto it (``weak``: a
+    candidate the data pull toward without significance, said so)."""
     spec = diagnosis.dataset.params[p.param]
     low, high, nominal = new_range(p, spec.bounds)
     if p.outside_range:
@@ -214,6 +240,11 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
         detail += f" The data barely tell it from {', '.join(p.confounded_with)}: check both."
     fit = (f"estimate {_estimate(p)}; explains {round(100 * p.explained)}% of the deviation; "
            f"identifiability {p.identifiability:.2f}")
+    if weak:
+        detail += (f" A lead, not a finding: the data pull param.{p.param} this way at "
+                   f"{abs(p.contrast):.1f} standard errors; check it in simulation first.")
+        fit = (f"weak lead, pulled at {abs(p.contrast):.1f} standard errors; identifiability "
+               f"{p.identifiability:.2f}")
     families = deviating_families(diagnosis.signatures, rows) or None
     reduction, inside = emulated_reduction(evidence, rows, p.param, low, high, families)
     how = (f"emulator: {inside[1]} of {len(rows)} failures fall back inside sim's no-gap "

@@ -53,6 +53,9 @@ class ParamEstimate:
         confounded_with: parameters whose effects the data cannot tell from this one's.
         event_share: share of the cluster's episodes that point beyond the range (when
             ``outside_range``) or to the same side of nominal as the estimate.
+        pulled: where the data pull the parameter before the sparse selection (the joint
+            fit without bounds, then within them): the candidate value of a parameter too
+            weakly pulled to be an estimate.
     """
 
     param: str
@@ -68,6 +71,7 @@ class ParamEstimate:
     contrast: float = 0.0
     confounded_with: tuple[str, ...] = field(default_factory=tuple)
     event_share: float = 0.0
+    pulled: float = float("nan")
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -244,6 +248,7 @@ def infer_params(
     fit = cluster_fit(ev, rows, deviating_families(diagnosis.signatures, rows) or None)
     per_event = space.clip(ev.events[rows])
     estimate = space.clip(ev.success_mean + fit.delta * space.spread)
+    pulled = space.clip(ev.success_mean + fit.pull * space.spread)
     success_se = np.where(np.isfinite(ev.success_se), ev.success_se, 0.0)
     se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
     contrast = fit.pull / np.where(fit.sd > 0, fit.sd, np.inf)
@@ -267,6 +272,7 @@ def infer_params(
             outside_range=outside, uncertainty=float(se[j]),
             explained=float(share[j]), identifiability=float(inf.identifiability_[j]),
             contrast=float(contrast[j]), confounded_with=partners,
+            pulled=float(pulled[j]),
             event_share=float(np.mean(side)),
         ))
     # Jointly explained share first; where none is significant, how hard the data pull.

@@ -414,6 +414,12 @@ class FailureClusterer:
         (none for a cluster of unseen context, or when fitted without places)."""
         return list((self.hot_ or {}).get(cluster, []))
 
+    def cited_places(self, fleet: Fleet) -> dict[int, list[Excess]]:
+        """The hot places of every cluster as fitted (``labels_``), counted on its final
+        members: what a report cites, so that its counts are those of the members it
+        lists (the places found in :meth:`fit` come before the places' rule moved some)."""
+        return {} if self.hot_ is None else self._hot(self.labels_, fleet)
+
     def places(self, assigned: np.ndarray, fleet: Fleet) -> dict[int, list[Excess]]:
         """The hot places learnt in :meth:`fit`, with those where new events are themselves
         more than sim predicts: a cause that spread to another robot is still its cluster.

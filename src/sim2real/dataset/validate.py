@@ -425,7 +425,10 @@ def _fail_first(mask: pa.ChunkedArray | pa.Array, message: str, file: str, colum
 
 
 def _no_nulls(table: pa.Table, column: str, file: str) -> None:
-    _fail_first(pc.is_null(table[column]), "must not be empty", file, column)
+    """Neither null nor blank text (an empty task would be a task of its own)."""
+    blank = pc.equal(pc.utf8_trim_whitespace(table[column]), "")
+    _fail_first(pc.or_kleene(pc.is_null(table[column]), blank), "must not be empty", file,
+                column)
 
 
 def _unique(table: pa.Table, column: str, file: str) -> None:

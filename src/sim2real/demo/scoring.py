@@ -278,13 +278,15 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
     key = generate_world(seed, out_dir, traps=list(traps) if traps else None, size=size,
                          no_gap=no_gap)
     start = time.perf_counter()
-    report = sim2real.analyze(key.dataset, engine=LocalExecutor(1)).model
+    # Temporary files stay in the world's folder, away from anything sweeping $TMPDIR.
+    scratch = Path(out_dir) / "scratch"
+    report = sim2real.analyze(key.dataset, engine=LocalExecutor(1), scratch=scratch).model
     validation = None
     if key.validate is not None:
         baseline, candidate, _ = key.validate
         try:
             validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
-                                           previous=report).model
+                                           previous=report, scratch=scratch).model
         except UsageError:  # refused (say, no baseline failure): no verdict is right
             validation = ValidationModel(baseline=list(baseline), candidate=list(candidate),
                                          clusters=[], dataset=str(key.dataset))

@@ -95,16 +95,17 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     # (more than one cell) and the reference fails at all (else it predicts none anywhere).
     informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
     reference = compared_with(diagnosis.dataset)
+    cited = diagnosis.clusterer.cited_places(diagnosis.fleet) if informative else {}
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        places = diagnosis.clusterer.hot_places(index) if informative else []
         explanation = (family_explanation(evidence, rows,
                                           deviating_families(diagnosis.signatures, rows))
                        if evidence is not None else None)
         confounders = cluster_confounders(diagnosis, rows)
-        label = label_cluster(diagnosis.signatures, rows, robots, sites, places, explanation,
-                              [f.value for f in confounders if f.kind == "sys"], reference)
+        label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
+                              explanation, [f.value for f in confounders if f.kind == "sys"],
+                              reference)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         params = infer_params(diagnosis, rows, evidence)

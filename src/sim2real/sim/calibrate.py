@@ -493,7 +493,8 @@ def _param_fits(space: SearchSpace, fits: Sequence[_Fit], best: _Fit, d_probe: n
         elif float(rises.min()) < tol:
             side = "below" if rises[0] < tol else "above"
             notes.append(f"bounded on one side only: the discrepancy stays flat {side} the "
-                         "fit, so the value is a bound, not an estimate")
+                         "fit, so the value is a bound, not an estimate; use it as one, or "
+                         "add episodes where it matters on that side too")
         if at_edge:
             notes.append(f"on the edge of the search box "
                          f"({space.value(r, lo[i]):.4g}..{space.value(r, hi[i]):.4g}): the "
