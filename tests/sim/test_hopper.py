@@ -64,6 +64,7 @@ def test_calibration_recovers_the_masses_where_they_trade_against_each_other(
     result = calibrate(fleet, episodes=real, params=list(TRUTH),
                        adapter="sim2real_hopper.adapter:HopperAdapter", workers=2,
                        config=CalibrationConfig(budget=200, max_episodes=5, widen=1.6, seed=5))
+    assert result.objective == "trajectory"  # auto: the adapter replays its commands
     assert result.plan["restarts"] == 2 and result.plan["polish"] > 0
     assert result.plan["candidates"] <= 200
     assert sum((result.fitted[k] - v) ** 2 for k, v in TRUTH.items()) < 0.05

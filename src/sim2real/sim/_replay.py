@@ -342,6 +342,8 @@ class ReplayRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:  # a search that converged early ends its bar where it stopped
+            self._bar.update(self._task, total=self.rollouts)
         self._bar.stop()
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
