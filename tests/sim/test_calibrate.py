@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +14,11 @@ from sim_fixtures import Demo
 from toy import GAIN, TRUE_GAIN, ToyAdapter, real_ids, toy_dataset
 
 from sim2real.cli import main
+from sim2real.dataset.schema import ParamRange
 from sim2real.errors import UsageError
 from sim2real.sim import CalibrationConfig, calibrate
 from sim2real.sim._space import SearchSpace
-from sim2real.sim.calibrate import _Fit, _param_fits, plan
+from sim2real.sim.calibrate import _Fit, _fit, _param_fits, plan
 
 _BUDGET = CalibrationConfig(budget=57, restarts=2, max_episodes=3, seeds=1)
 
@@ -37,7 +39,7 @@ def test_recovers_dim_light_beyond_the_range(demo: Demo) -> None:
     assert light.std is not None and light.std > 0 and len(light.fits) == 2
     # the budget bought 2 restarts x 4 generations x 6 + 2 x 2 offers + nominal + 4 probes
     assert result.plan == {"budget": 57, "screening": 0, "restarts": 2, "popsize": 6,
-                           "generations": 4, "candidates": 57}
+                           "generations": 4, "candidates": 57, "polish": 0}
     assert result.rollouts == 3 * 57
 
 
@@ -121,3 +123,36 @@ def test_unnamed_parameters_are_screened_within_the_budget(tmp_path: Path) -> No
     assert result.plan["screening"] == 5 and result.plan["candidates"] <= 40
     assert set(result.screened) == {"gain"} and result.screened["gain"] < result.discrepancy_before
     assert result.rollouts == 5 * result.plan["candidates"]
+
+
+def _valley(xs: Sequence[np.ndarray]) -> np.ndarray:
+    """Residuals of two parameters that trade against each other (two link masses): a
+    narrow straight valley along a + b = 1, its floor rising 10,000x slower than its walls;
+    the minimum 0 at (0.5, 0.5)."""
+    return np.array([[10.0 * (x[0] + x[1] - 1.0), 0.1 * (x[0] - x[1])] for x in xs])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_polish_follows_a_narrow_valley_that_cma_es_creeps_along(seed: int) -> None:
+    ranges = (ParamRange("a", -1.0, 1.0, 0.0), ParamRange("b", -1.0, 1.0, 0.0))
+    space = SearchSpace(ranges, widen=0.5)
+    cfg = CalibrationConfig(seed=seed)
+
+    def objective(xs: Sequence[np.ndarray]) -> np.ndarray:
+        return (_valley(xs) ** 2).sum(axis=1)
+
+    polished = plan(60, 2, restarts=1, polish=True)
+    assert polished.polish == 3 * 6 and polished.candidates <= 60
+    _, x, history = _fit(objective, space, polished, cfg, 0, _valley)
+    assert float(objective([x])[0]) < 1e-8 and np.allclose(x, 0.5, atol=1e-3)
+    assert history == sorted(history, reverse=True)
+    # The same evaluations spent on CMA-ES generations alone stop part way along the floor.
+    _, x, _ = _fit(objective, space, plan(60, 2, restarts=1), cfg, 0)
+    assert float(objective([x])[0]) > 1e-4
+
+
+def test_a_polish_is_bought_only_where_it_leaves_room_to_explore() -> None:
+    p = plan(200, 4, polish=True)  # two polished fits beat one long unpolished fit
+    assert p.restarts == 2 and p.polish == 5 * 6 and p.generations == 7
+    assert p.candidates == p.restarts * (p.generations * p.popsize + p.polish + 2) + 1 + 2 * 4
+    assert plan(57, 2, 2, polish=True).polish == 0  # fewer than 3 iterations: none

@@ -63,7 +63,8 @@ def _write(out: Path, name: str, data: dict[str, Any]) -> Path:
               help="a parameter to fit (repeat); default: the cluster's most shifted sim_params")
 @click.option("--budget", type=click.IntRange(min=1), default=120, show_default=True,
               help="candidate evaluations in all (each replays every episode on every "
-              "seed); restarts, generations and population are derived and printed")
+              "seed); restarts, generations, population and the least-squares polish are "
+              "derived and printed")
 @click.option("--restarts", type=click.IntRange(min=1),
               help="independent fits; their spread is part of the uncertainty  "
               "[default: 2 where the budget allows, else 1]")
@@ -109,8 +110,10 @@ def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | 
     path = _write(out, CALIBRATION_JSON, result.to_dict())
     if not quiet:
         how = result.plan
-        click.echo(f"plan: {how['restarts']} restart(s) x {how['generations']} generations x "
-                   f"{how['popsize']} candidates, {how['candidates']} candidate evaluations "
+        polish = f" + {how['polish']} polishing" if how["polish"] else ""
+        click.echo(f"plan: {how['restarts']} restart(s) x ({how['generations']} generations x "
+                   f"{how['popsize']} candidates{polish}), {how['candidates']} candidate "
+                   f"evaluations "
                    f"of --budget {how['budget']}, each {len(result.episodes)} episode(s) x "
                    f"{result.seeds} seed(s): {result.rollouts} rollouts "
                    f"({result.objective} objective)")

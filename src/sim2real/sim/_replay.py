@@ -39,8 +39,8 @@ from sim2real.errors import SimulatorError, UsageError
 from sim2real.sim.adapter import RolloutRequest, SimulatorAdapter
 
 __all__ = ["OBJECTIVES", "ReplayBatch", "ReplayRunner", "Scenario", "Yardstick",
-           "load_scenarios", "replay_drift", "replay_scores", "resolve_objective",
-           "sim_channels_and_scales"]
+           "load_scenarios", "replay_drift", "replay_residuals", "replay_scores",
+           "resolve_objective", "sim_channels_and_scales"]
 
 OBJECTIVES = ("auto", "summary", "trajectory")
 
@@ -254,6 +254,24 @@ def replay_drift(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.nd
     return replay_scores(scenarios, batch, scale).mean(axis=2)
 
 
+def replay_residuals(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.ndarray
+                     ) -> np.ndarray:
+    """``(n_candidates, n_scenarios * n_features)``: the standardised gaps of one replay
+    per episode, weighted so that their sum of squares is the mean over episodes of the
+    squared replay drift (what a deterministic adapter's calibration minimises).
+
+    Raises:
+        ValueError: the batch holds more than one replay per episode.
+    """
+    if batch.features.shape[2] != 1:
+        raise ValueError("residuals need exactly one replay per episode")
+    real = np.stack([s.real for s in scenarios])[None]  # (1, n_sc, n_feat)
+    z = np.clip((batch.features[:, :, 0] - real) / scale, -_CLIP_Z, _CLIP_Z)
+    valid = np.isfinite(z)
+    weight = 1.0 / np.sqrt(np.maximum(valid.sum(axis=2, keepdims=True), 1) * len(scenarios))
+    return (np.where(valid, z, 0.0) * weight).reshape(z.shape[0], -1)
+
+
 def replay_scores(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.ndarray
                   ) -> np.ndarray:
     """``(n_candidates, n_scenarios, n_seeds)``: each replay's share of the replay drift.
@@ -324,6 +342,8 @@ class ReplayRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:  # a search that converged early ends its bar where it stopped
+            self._bar.update(self._task, total=self.rollouts)
         self._bar.stop()
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
