@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 
 from sim2real.attribute import ParameterInference, param_evidence
 from sim2real.attribute.actions import simulator_config
-from sim2real.attribute.params import _space
+from sim2real.attribute.params import _space, param_families
 from sim2real.dataset import ParamRange
 
 
@@ -136,3 +137,24 @@ def test_simulator_config_forms() -> None:
     ratio = config["robosuite"]["dynamics_randomization_args"]["friction_perturbation_ratio"]
     assert abs(ratio - 0.75 / 0.85) < 1e-3
     assert simulator_config(ParamRange("mass", 1, 2, 1.5), 1, 3, 1.5) == {}
+
+
+class _Moves:
+    """A fitted inference stand-in: every parameter moves the perception features most."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.space_ = SimpleNamespace(names=names)
+        self._columns = np.array([[3.0] * len(names), [0.5] * len(names)])
+
+    def columns(self) -> np.ndarray:
+        return self._columns
+
+
+def test_what_a_parameter_is_outranks_where_sim_shows_it() -> None:
+    features = np.array(["perception", "dynamics"], dtype=object)
+    names = ["wheel_traction", "geom_friction", "cam_fovy", "control_latency_ms", "noise_std",
+             "body_mass"]
+    declared = [None, None, None, None, None, "perception"]
+    got = param_families(_Moves(names), features, declared)  # type: ignore[arg-type]
+    # the name, else the channels it moves (noise_std: perception), a declaration first
+    assert got == ("dynamics", "dynamics", "perception", "system", "perception", "perception")

@@ -9,6 +9,7 @@ from sim2real.attribute.params import (
     deviating_families,
     family_explanation,
     infer_params,
+    lead_family,
     param_evidence,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "deviating_families",
     "family_explanation",
     "infer_params",
+    "lead_family",
     "over_represented",
     "param_evidence",
     "propose_actions",

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from scipy import optimize
 
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
+from sim2real.dataset.schema import infer_param_family
 from sim2real.drift.signature import SCORE_FAMILIES, SIGNIFICANT
 from sim2real.match.context import context_table
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
-           "family_explanation", "infer_params", "param_evidence", "param_families"]
+           "family_explanation", "infer_params", "lead_family", "param_evidence",
+           "param_families"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
@@ -150,18 +152,23 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
 
 def param_families(inference: ParameterInference, features: np.ndarray,
                    declared: Sequence[str | None] = ()) -> tuple[str, ...]:
-    """Each parameter's family: the declared one, else that of the channels its learnt
-    effect moves most (the energy of its whitened column per channel family).
+    """Each parameter's family: the declared one, else what its name says it is
+    (:func:`~sim2real.dataset.schema.infer_param_family`), else that of the channels its
+    learnt effect moves most (the energy of its whitened column per channel family).
 
-    Policy channels are left out of the vote: commands follow whatever the robot sees and
-    feels, so they are consequences, never where a physical parameter lives.
+    The name comes before the channels because a cause's consequences travel: a wheel
+    friction whose slips sim shows mostly as localisation error is still dynamics. Policy
+    channels are left out of the vote: commands follow whatever the robot sees and feels,
+    so they are consequences, never where a physical parameter lives.
     """
     per_feature = features
     energy = inference.columns() ** 2
+    names = inference.space_.names
     out = []
-    for j, name in enumerate(list(declared) or [None] * energy.shape[1]):
-        if name is not None:
-            out.append(name)
+    for j, family in enumerate(list(declared) or [None] * energy.shape[1]):
+        family = family or infer_param_family(names[j])
+        if family is not None:
+            out.append(family)
             continue
         votes = {f: float(energy[per_feature == f, j].sum())
                  for f in ("perception", "dynamics", "system") if (per_feature == f).any()}
@@ -277,6 +284,16 @@ def infer_params(
         ))
     # Jointly explained share first; where none is significant, how hard the data pull.
     return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
+
+
+def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None) -> str | None:
+    """The family of the first of ``params`` (:func:`infer_params` order) on which the
+    cluster differs significantly from the real successes; ``None`` where none does."""
+    if evidence is None:
+        return None
+    names = list(evidence.inference.space_.names)
+    return next((evidence.param_families[names.index(p.param)] for p in params
+                 if abs(p.contrast) >= _Z_SHIFT), None)
 
 
 @dataclass(frozen=True)

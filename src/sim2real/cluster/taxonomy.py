@@ -56,6 +56,7 @@ def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
     excess: Sequence[Excess] = (), explanation: SimExplanation | None = None,
     sys_values: Sequence[str] | None = None, reference: str = "simulation",
+    lead: str | None = None,
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
@@ -74,6 +75,8 @@ def label_cluster(
         reference: what the failures were compared with, ``simulation`` or ``normal
             operation`` (normal real runs declared ``source = reference``), in the
             explanation's words.
+        lead: the family of the parameter on which the cluster's events differ most
+            significantly from the real successes (the attribution's first), if any.
 
     The rule: unseen context first (nothing else can be trusted where sim never went); then
     the family whose parameters reproduce the cluster's whole deviation in sim, the other
@@ -104,6 +107,11 @@ def label_cluster(
                 and taxonomy in ("perception_drift", "dynamics_mismatch")):
             # Sim's parameters reproduce none of it and the infrastructure deviates.
             taxonomy = _FAMILY_TAXONOMY["system"]
+        if lead in ("perception", "dynamics") and taxonomy in (
+                "perception_drift", "dynamics_mismatch", "unexplained"):
+            # Sim cannot size the cause, but it says which parameter the events point to,
+            # and what that parameter is outranks which channels show it most.
+            taxonomy = _FAMILY_TAXONOMY[lead]
         per_event = event_families(sig, rows)
         agree = float(np.mean([t == taxonomy for t in per_event]))
         if taxonomy == "unexplained":

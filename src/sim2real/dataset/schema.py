@@ -21,6 +21,7 @@ __all__ = [
     "Family",
     "ParamRange",
     "infer_family",
+    "infer_param_family",
 ]
 
 Family = Literal["perception", "dynamics", "policy", "system"]
@@ -110,6 +111,35 @@ _FAMILY_PATTERNS: tuple[tuple[Family, re.Pattern[str]], ...] = (
 _PERCEIVED_POSE = re.compile(r"pose_?(est|estimate|err|error|uncert)")
 
 
+# Simulation parameters speak the randomisation vocabulary of Isaac Lab, MJCF, robosuite and
+# MuJoCo Playground (friction, mass, damping, armature, gains; light, camera; latency): what
+# a parameter *is* decides its family, not where sim shows it (a wheel friction whose
+# slips show first as localisation error is still dynamics).
+_PARAM_PATTERNS: tuple[tuple[Family, re.Pattern[str]], ...] = (
+    ("system", re.compile(
+        r"latency|lag|delay|rtt|ping|jitter|network|net|packet|drop|dropout|timeout|stale|"
+        r"bandwidth|clock|skew|queue")),
+    ("perception", re.compile(
+        r"light|lighting|lux|illumination|illum|bright|brightness|exposure|camera|cam|pixel|"
+        r"calib|calibration|extrinsic|intrinsic|fov|fovy|focal|blur|lens|glare|texture|"
+        r"colour|color|contrast|lidar|depth|occlusion|occluder")),
+    ("dynamics", re.compile(
+        r"friction|frictionloss|mu|traction|grip|mass|weight|kg|load|payload|inertia|"
+        r"damping|stiffness|spring|armature|gear|gain|kp|kd|kv|ki|pd|strength|torque|force|"
+        r"actuator|motor|drive|joint|wheel|tire|tyre|pad|restitution|com|density|"
+        r"compliance|elasticity")),
+)
+
+
+def infer_param_family(name: str) -> Family | None:
+    """Guess a simulation parameter's family from its name (``None``: no word says).
+
+    Words are split as in :func:`infer_family`; a family matches when one of its words
+    equals or starts a word of the name (``illumination_zu``, ``wheel_traction``).
+    """
+    return _match(name, _PARAM_PATTERNS)
+
+
 def infer_family(name: str) -> Family | None:
     """Guess a channel's family from its name, or ``None`` when nothing matches.
 
@@ -119,8 +149,15 @@ def infer_family(name: str) -> Family | None:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
     if _PERCEIVED_POSE.search(spaced):
         return "perception"
+    return _match(name, _FAMILY_PATTERNS)
+
+
+def _match(name: str, patterns: tuple[tuple[Family, re.Pattern[str]], ...]) -> Family | None:
+    """The first family one of whose words equals or (4 letters and more) starts a word
+    of ``name`` (split on ``_ . / -``, spaces, brackets and camelCase)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
     words = [w for w in re.split(r"[_./\-\s\[\]]+", spaced) if w]
-    for family, pattern in _FAMILY_PATTERNS:
+    for family, pattern in patterns:
         for word in words:
             if pattern.fullmatch(word) or any(
                 word.startswith(p) for p in pattern.pattern.split("|") if len(p) >= 4

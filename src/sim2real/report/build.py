@@ -17,6 +17,7 @@ from sim2real.attribute import (
     deviating_families,
     family_explanation,
     infer_params,
+    lead_family,
     param_evidence,
     propose_actions,
 )
@@ -103,12 +104,12 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                                           deviating_families(diagnosis.signatures, rows))
                        if evidence is not None else None)
         confounders = cluster_confounders(diagnosis, rows)
+        params = infer_params(diagnosis, rows, evidence)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
                               explanation, [f.value for f in confounders if f.kind == "sys"],
-                              reference)
+                              reference, lead_family(params, evidence))
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
-        params = infer_params(diagnosis, rows, evidence)
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
