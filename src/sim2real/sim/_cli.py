@@ -113,9 +113,9 @@ def calibrate_command(dataset: str | Path, cluster: str | None, episodes: str | 
         polish = f" + {how['polish']} polishing" if how["polish"] else ""
         click.echo(f"plan: {how['restarts']} restart(s) x ({how['generations']} generations x "
                    f"{how['popsize']} candidates{polish}), {how['candidates']} candidate "
-                   f"evaluations "
-                   f"of --budget {how['budget']}, each {len(result.episodes)} episode(s) x "
-                   f"{result.seeds} seed(s): {result.rollouts} rollouts "
+                   f"evaluations of --budget {how['budget']}, each "
+                   f"{len(result.episodes)} episode(s) x {result.seeds} seed(s): "
+                   f"{result.rollouts} rollouts "
                    f"({result.objective} objective)")
         click.echo(f"discrepancy {result.discrepancy_before:.3g} -> "
                    f"{result.discrepancy_after:.3g}")
