@@ -186,14 +186,16 @@ def test_ctrl_c_while_the_libraries_load_prints_one_line(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    # The child says "ready" as the guarded import of the CLI begins, then the signal comes.
+    # The child says "ready" as the guarded import of the CLI begins and stays in it until
+    # the signal comes (a warm import could otherwise finish first and fail on the folder).
     start = f"""
-import importlib.abc, sys
+import importlib.abc, sys, time
 from sim2real.__main__ import main
 class Ready(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name == "sim2real.cli":
             print("ready", flush=True)
+            time.sleep(60)
         return None
 sys.meta_path.insert(0, Ready())
 sys.argv = ["sim2real", "analyze", {str(tmp_path)!r}]
