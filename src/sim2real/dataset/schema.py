@@ -137,7 +137,7 @@ def infer_param_family(name: str) -> Family | None:
     Words are split as in :func:`infer_family`; a family matches when one of its words
     equals or starts a word of the name (``illumination_zu``, ``wheel_traction``).
     """
-    return _match(name, _PARAM_PATTERNS)
+    return _match(_spaced(name), _PARAM_PATTERNS)
 
 
 def infer_family(name: str) -> Family | None:
@@ -146,16 +146,20 @@ def infer_family(name: str) -> Family | None:
     Names are split on ``_``, ``.``, ``/``, ``-`` and camelCase; a family matches when one of
     its words equals or starts a word of the name (``det_confidence`` -> perception).
     """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    spaced = _spaced(name)
     if _PERCEIVED_POSE.search(spaced):
         return "perception"
-    return _match(name, _FAMILY_PATTERNS)
+    return _match(spaced, _FAMILY_PATTERNS)
 
 
-def _match(name: str, patterns: tuple[tuple[Family, re.Pattern[str]], ...]) -> Family | None:
+def _spaced(name: str) -> str:
+    """``name`` lower-cased, camelCase humps split with ``_``."""
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def _match(spaced: str, patterns: tuple[tuple[Family, re.Pattern[str]], ...]) -> Family | None:
     """The first family one of whose words equals or (4 letters and more) starts a word
-    of ``name`` (split on ``_ . / -``, spaces, brackets and camelCase)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    of ``spaced`` (split on ``_ . / -``, spaces and brackets)."""
     words = [w for w in re.split(r"[_./\-\s\[\]]+", spaced) if w]
     for family, pattern in patterns:
         for word in words:

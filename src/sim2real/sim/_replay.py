@@ -235,10 +235,14 @@ def sim_channels_and_scales(ds: Dataset, seed: int) -> Yardstick:
     return Yardstick(channels, scale, channel_scale)
 
 
+def _gap(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The clipped standardised gap per feature (NaN where a side lacks the feature)."""
+    return np.clip((a - b) / scale, -_CLIP_Z, _CLIP_Z)
+
+
 def _rms(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """RMS clipped standardised gap over the last axis (features missing on a side skipped)."""
-    z = np.clip((a - b) / scale, -_CLIP_Z, _CLIP_Z)
-    return np.sqrt(np.nanmean(z**2, axis=-1))
+    return np.sqrt(np.nanmean(_gap(a, b, scale) ** 2, axis=-1))
 
 
 def replay_drift(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: np.ndarray
@@ -266,7 +270,7 @@ def replay_residuals(scenarios: Sequence[Scenario], batch: ReplayBatch, scale: n
     if batch.features.shape[2] != 1:
         raise ValueError("residuals need exactly one replay per episode")
     real = np.stack([s.real for s in scenarios])[None]  # (1, n_sc, n_feat)
-    z = np.clip((batch.features[:, :, 0] - real) / scale, -_CLIP_Z, _CLIP_Z)
+    z = _gap(batch.features[:, :, 0], real, scale)
     valid = np.isfinite(z)
     weight = 1.0 / np.sqrt(np.maximum(valid.sum(axis=2, keepdims=True), 1) * len(scenarios))
     return (np.where(valid, z, 0.0) * weight).reshape(z.shape[0], -1)

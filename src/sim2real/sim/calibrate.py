@@ -513,8 +513,7 @@ def _polish(residuals: Callable[[Sequence[np.ndarray]], np.ndarray], x0: np.ndar
     def jac(x: np.ndarray) -> np.ndarray:
         r0 = fun(x)
         h = np.where(x + _FD_STEP <= hi, _FD_STEP, -_FD_STEP)
-        shifted = [x + h[i] * np.eye(n)[i] for i in range(n)]
-        rs = residuals(shifted)
+        rs = residuals(list(x + np.diag(h)))  # row i: x with parameter i shifted
         return ((rs - r0) / h[:, None]).T
 
     inside = (lo + 1e-9, hi - 1e-9)  # least_squares starts strictly within its bounds
