@@ -145,7 +145,8 @@ class WorldScore:
             what the world gives away without any sim2real machinery.
         causes: the causes with at least :data:`MIN_SCORED_FAILURES` failures.
         validate: cause -> whether the validation verdict for its cluster is one its
-            key expects (a fixed cause shrank or is gone, a late one is new or grew).
+            key expects (a fixed cause shrank or is gone, a late one is new or grew); only
+            causes with at least :data:`MIN_SCORED_FAILURES` failures.
         silent: on a world without a gap, no cluster claims a cause family with
             confidence >= 0.5 (``None`` on other worlds).
         seconds: analysis (and validation) wall time.
@@ -249,8 +250,12 @@ def _verdicts(key: WorldKey, clusters: dict[str, str | None],
     (validation keeps that cluster's ID where it finds it again in the baseline)."""
     assert key.validate is not None
     verdict = {c.cluster_id: c.verdict for c in validation.clusters}
+    # Like every other measure, a cause with too few failures to form a cluster is unscored.
+    scored = {c.name for c in key.causes if c.n_failures >= MIN_SCORED_FAILURES}
     out = {}
     for name, expected in key.validate[2].items():
+        if name not in scored:
+            continue
         got = verdict.get(clusters.get(name) or "")
         if got is None and "new" in expected:  # a group first seen after the baseline
             got = "new" if any(v == "new" for v in verdict.values()) else None
