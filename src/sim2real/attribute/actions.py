@@ -5,7 +5,8 @@ Order of business, as an engineer triaging a failure mode would do it:
 1. the action of the cluster's own family first: ``fix_infrastructure`` for system noise,
    ``add_training_scenarios`` for unseen context, and for a physical cluster the parameter
    sim reproduces it with (``widen_randomization`` where its value lies outside the range,
-   ``recalibrate_param`` where the nominal is off), then ``improve_perception``;
+   ``recalibrate_param`` where the nominal is off), then ``improve_perception``. Only a
+   parameter whose own family's channels deviate in the cluster's signature gets one;
 2. the other actions by their expected reduction; a ``sys.*`` value, robot or site counts
    only where the cluster's failures over-represent it within strata of deployment and site
    (:mod:`sim2real.attribute.confounding`), so a value every failure carries never becomes
@@ -32,7 +33,7 @@ from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
-from sim2real.attribute.params import deviating_families
+from sim2real.attribute.params import deviating_families, param_family
 from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
@@ -77,14 +78,19 @@ def propose_actions(
     (own if system else others).extend(infra)
     if label.taxonomy == "task_scope_overflow":
         own += _scenarios(diagnosis, rows)
-    for p in params:
+    # A parameter whose own family's channels look like sim's is no cause of this cluster
+    # (whatever the others' deviation pulls it to): it gets no action.
+    deviating = deviating_families(diagnosis.signatures, rows)
+    mine = ([p for p in params if param_family(evidence, p.param) in deviating]
+            if evidence is not None else [])
+    for p in mine:
         strong = p.explained >= _STRONG_EXPLAINED
         if (evidence is not None and p.explained >= _MIN_EXPLAINED
                 and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
             action = _param_action(diagnosis, rows, p, evidence)
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
     if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
-        candidate = _candidate(params, evidence, label.taxonomy)
+        candidate = _candidate(mine, evidence, label.taxonomy)
         if candidate is not None:
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
@@ -207,9 +213,8 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
     it to. Sim's in-range telemetry may barely show a parameter whose real value lies far
     outside the range; its direction is still the best lead there is."""
     family = "perception" if taxonomy == "perception_drift" else "dynamics"
-    names = evidence.inference.space_.names
     mine = [p for p in params
-            if evidence.param_families[names.index(p.param)] == family
+            if param_family(evidence, p.param) == family
             and abs(p.contrast) >= _WEAK_PULL and np.isfinite(p.pulled)]
     if not mine:
         return None

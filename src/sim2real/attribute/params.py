@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
            "family_explanation", "infer_params", "lead_family", "param_evidence",
-           "param_families"]
+           "param_families", "param_family"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
@@ -145,7 +145,7 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
     declared = [diagnosis.dataset.params[n].family for n in space.names]
     bank = inference.bank_
     families = np.array(bank.families or ("dynamics",) * len(bank.grid.channels), dtype=object)
-    features = np.tile(families, inference.n_segments)
+    features = np.tile(families, inference.n_blocks)  # block-major, as the features
     return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_dev, features,
                          param_families(inference, features, declared))
 
@@ -286,14 +286,25 @@ def infer_params(
     return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
 
 
-def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None) -> str | None:
+def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
+                deviating: Collection[str]) -> str | None:
     """The family of the first of ``params`` (:func:`infer_params` order) on which the
-    cluster differs significantly from the real successes; ``None`` where none does."""
+    cluster differs significantly from the real successes and whose own family's channels
+    deviate (``deviating``, :func:`deviating_families`); ``None`` where none does.
+
+    A parameter whose own channels look like sim's cannot be the cluster's cause, however
+    hard the other families' deviation pulls it (a lighting parameter picked up by a
+    slipping gripper's localisation error)."""
     if evidence is None:
         return None
-    names = list(evidence.inference.space_.names)
-    return next((evidence.param_families[names.index(p.param)] for p in params
-                 if abs(p.contrast) >= _Z_SHIFT), None)
+    return next((family for p in params
+                 if abs(p.contrast) >= _Z_SHIFT
+                 and (family := param_family(evidence, p.param)) in deviating), None)
+
+
+def param_family(evidence: ParamEvidence, param: str) -> str:
+    """The family of ``param`` (name without ``param.``), as :func:`param_families` has it."""
+    return evidence.param_families[evidence.inference.space_.names.index(param)]
 
 
 @dataclass(frozen=True)
