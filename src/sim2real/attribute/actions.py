@@ -6,7 +6,8 @@ Order of business, as an engineer triaging a failure mode would do it:
    ``add_training_scenarios`` for unseen context, and for a physical cluster the parameter
    sim reproduces it with (``widen_randomization`` where its value lies outside the range,
    ``recalibrate_param`` where the nominal is off), then ``improve_perception``. Only a
-   parameter whose own family's channels deviate in the cluster's signature gets one;
+   parameter whose own family's channels deviate in the cluster's signature (or, where no
+   family deviates, any) gets one;
 2. the other actions by their expected reduction; a ``sys.*`` value, robot or site counts
    only where the cluster's failures over-represent it within strata of deployment and site
    (:mod:`sim2real.attribute.confounding`), so a value every failure carries never becomes
@@ -33,7 +34,7 @@ from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
-from sim2real.attribute.params import deviating_families, param_family
+from sim2real.attribute.params import deviating_families, may_lead, param_family
 from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
@@ -78,10 +79,10 @@ def propose_actions(
     (own if system else others).extend(infra)
     if label.taxonomy == "task_scope_overflow":
         own += _scenarios(diagnosis, rows)
-    # A parameter whose own family's channels look like sim's is no cause of this cluster
-    # (whatever the others' deviation pulls it to): it gets no action.
+    # A parameter whose own family's channels look like sim's, where another family's
+    # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
     deviating = deviating_families(diagnosis.signatures, rows)
-    mine = ([p for p in params if param_family(evidence, p.param) in deviating]
+    mine = ([p for p in params if may_lead(evidence, p.param, deviating)]
             if evidence is not None else [])
     for p in mine:
         strong = p.explained >= _STRONG_EXPLAINED

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
-           "family_explanation", "infer_params", "lead_family", "param_evidence",
+           "family_explanation", "infer_params", "lead_family", "may_lead", "param_evidence",
            "param_families", "param_family"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
@@ -290,16 +290,32 @@ def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
                 deviating: Collection[str]) -> str | None:
     """The family of the first of ``params`` (:func:`infer_params` order) on which the
     cluster differs significantly from the real successes and whose own family's channels
-    deviate (``deviating``, :func:`deviating_families`); ``None`` where none does.
+    deviate (:func:`may_lead`); ``None`` where none does.
 
-    A parameter whose own channels look like sim's cannot be the cluster's cause, however
-    hard the other families' deviation pulls it (a lighting parameter picked up by a
-    slipping gripper's localisation error)."""
+    Args:
+        params: the cluster's estimates.
+        evidence: the fitted inference; ``None``: no parameters, no lead.
+        deviating: the channel families that deviate in the cluster's signature
+            (:func:`deviating_families`).
+    """
     if evidence is None:
         return None
-    return next((family for p in params
-                 if abs(p.contrast) >= _Z_SHIFT
-                 and (family := param_family(evidence, p.param)) in deviating), None)
+    return next((param_family(evidence, p.param) for p in params
+                 if abs(p.contrast) >= _Z_SHIFT and may_lead(evidence, p.param, deviating)),
+                None)
+
+
+def may_lead(evidence: ParamEvidence, param: str, deviating: Collection[str]) -> bool:
+    """Whether ``param`` may be a cluster's cause: its own family's channels deviate in the
+    cluster's signature (``deviating``, :func:`deviating_families`).
+
+    A parameter whose own channels look like sim's cannot be the cause, however hard the
+    other families' deviation pulls it (a lighting parameter picked up by a slipping
+    gripper's localisation error). Where no family deviates beyond sim's variability,
+    nothing contradicts any parameter (a camera offset whose failures look like sim's own,
+    only more frequent): every one may lead, as every channel then counts in the fit
+    (:func:`infer_params`)."""
+    return not deviating or param_family(evidence, param) in deviating
 
 
 def param_family(evidence: ParamEvidence, param: str) -> str:
