@@ -15,8 +15,9 @@ Order of business, as an engineer triaging a failure mode would do it:
 3. ``investigate`` when nothing above is clear, or the cluster's label is unsure.
 
 ``expected_reduction`` is computed: for a parameter change, by the emulator (the forward
-model learnt on sim), the share of the cluster's events whose signature falls back inside
-sim's no-gap spread under the change, minus those already inside; for a ``sys.*`` value, its
+model learnt on sim), the share of the cluster's events whose signature (the part of its
+deviation sim's parameters reproduce) falls back inside sim's no-gap spread under the
+change, minus those already inside; for a ``sys.*`` value, its
 attributable share ``carriers x (OR - 1) / OR``; otherwise the share of the cluster's events
 that carry what the action removes. Each comes with a 95 % interval. Reductions of several
 actions on one cluster are not additive: each is computed as if it were the only change.
@@ -269,8 +270,14 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     Each event's own shift of ``param`` (from the real successes, in spread units) is read
     off its deviation along the parameter's learnt effect, limited to what the new range
     covers, and taken out. An event is inside when its deviation along the cluster's
-    signature (the direction of its median deviation) is within what 95 % of sim-vs-sim
-    windows show along it once their known parameter differences are taken out.
+    signature is within what 95 % of sim-vs-sim windows show along it once their known
+    parameter differences are taken out.
+
+    The signature is the part of the cluster's median deviation sim's parameters can
+    reproduce at all (its ridge projection on the forward model's columns): what no
+    parameter moves, no parameter change can bring back either, and counting it would
+    leave every event outside whatever the change (a noise cause whose learnt effect
+    reproduces a third of the deviation then claimed 1 of 15 events).
 
     Only the features of ``families`` count (those where the cluster deviates; ``None``:
     all), as in :func:`sim2real.attribute.params.cluster_fit`.
@@ -282,9 +289,10 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     space = inf.space_
     j = space.names.index(param)
     keep = ev.features(families)
-    column = inf.columns()[keep, j]
+    columns = inf.columns()[keep]
+    column = columns[:, j]
     deviation = (ev.whitened[rows] - ev.success_whitened)[:, keep]
-    direction = np.median(deviation, axis=0)
+    direction = _reproducible(columns, np.median(deviation, axis=0), inf.ridge)
     norm = float(np.linalg.norm(direction))
     if norm == 0:
         return (0.0, 0.0, 0.0), (0, 0)
@@ -300,6 +308,13 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     done = before / n
     return ((max(0.0, gained - done), max(0.0, low_ci - done), max(0.0, high_ci - done)),
             (before, after))
+
+
+def _reproducible(columns: np.ndarray, deviation: np.ndarray, ridge: float) -> np.ndarray:
+    """The part of ``deviation`` ``(n_features,)`` the parameters' learnt effects
+    ``columns`` ``(n_features, n_params)`` reproduce: its ridge-regularised projection."""
+    gram = columns.T @ columns + ridge * np.eye(columns.shape[1])
+    return columns @ np.linalg.solve(gram, columns.T @ deviation)
 
 
 def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> Action:
