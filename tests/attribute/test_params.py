@@ -158,3 +158,30 @@ def test_what_a_parameter_is_outranks_where_sim_shows_it() -> None:
     got = param_families(_Moves(names), features, declared)  # type: ignore[arg-type]
     # the name, else the channels it moves (noise_std: perception), a declaration first
     assert got == ("dynamics", "dynamics", "perception", "system", "perception", "perception")
+
+
+def test_roughness_is_log_rms_of_steps_floored_by_spread() -> None:
+    from sim2real.attribute.inference import _roughness
+
+    t = np.arange(32, dtype=float)
+    windows = np.stack([np.column_stack([np.zeros(32), 0.5 * (-1.0) ** t, 2.0 * t])])
+    out = _roughness(windows, np.ones(3))
+    np.testing.assert_allclose(out[0], [np.log(1e-3), np.log(1.0), np.log(2.0)])
+    windows[0, :, 2] = np.nan
+    assert np.isnan(_roughness(windows, np.ones(3))[0, 2])
+
+
+def test_a_parameter_leads_only_where_its_family_deviates() -> None:
+    from sim2real.attribute.params import ParamEstimate, lead_family, may_lead
+
+    space = SimpleNamespace(names=("light", "friction"))
+    evidence = SimpleNamespace(inference=SimpleNamespace(space_=space),
+                               param_families=("perception", "dynamics"))
+    params = [ParamEstimate(name, 0, 1, 0.5, 2.0, 1.5, True, 0.1, 0.5, contrast=5.0)
+              for name in space.names]
+    assert lead_family(params, evidence, ("dynamics",)) == "dynamics"  # type: ignore[arg-type]
+    assert lead_family(params, evidence, ("perception",)) == "perception"  # type: ignore[arg-type]
+    assert lead_family(params, evidence, ("system",)) is None  # type: ignore[arg-type]
+    # Nothing deviates: nothing contradicts the first parameter the events point to.
+    assert lead_family(params, evidence, ()) == "perception"  # type: ignore[arg-type]
+    assert not may_lead(evidence, "light", ("dynamics",))  # type: ignore[arg-type]

@@ -5,7 +5,9 @@ Order of business, as an engineer triaging a failure mode would do it:
 1. the action of the cluster's own family first: ``fix_infrastructure`` for system noise,
    ``add_training_scenarios`` for unseen context, and for a physical cluster the parameter
    sim reproduces it with (``widen_randomization`` where its value lies outside the range,
-   ``recalibrate_param`` where the nominal is off), then ``improve_perception``;
+   ``recalibrate_param`` where the nominal is off), then ``improve_perception``. Only a
+   parameter whose own family's channels deviate in the cluster's signature (or, where no
+   family deviates, any) gets one;
 2. the other actions by their expected reduction; a ``sys.*`` value, robot or site counts
    only where the cluster's failures over-represent it within strata of deployment and site
    (:mod:`sim2real.attribute.confounding`), so a value every failure carries never becomes
@@ -13,8 +15,9 @@ Order of business, as an engineer triaging a failure mode would do it:
 3. ``investigate`` when nothing above is clear, or the cluster's label is unsure.
 
 ``expected_reduction`` is computed: for a parameter change, by the emulator (the forward
-model learnt on sim), the share of the cluster's events whose signature falls back inside
-sim's no-gap spread under the change, minus those already inside; for a ``sys.*`` value, its
+model learnt on sim), the share of the cluster's events whose signature (the part of its
+deviation sim's parameters reproduce) falls back inside sim's no-gap spread under the
+change, minus those already inside; for a ``sys.*`` value, its
 attributable share ``carriers x (OR - 1) / OR``; otherwise the share of the cluster's events
 that carry what the action removes. Each comes with a 95 % interval. Reductions of several
 actions on one cluster are not additive: each is computed as if it were the only change.
@@ -32,7 +35,7 @@ from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
-from sim2real.attribute.params import deviating_families
+from sim2real.attribute.params import deviating_families, may_lead, param_family
 from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
@@ -77,14 +80,19 @@ def propose_actions(
     (own if system else others).extend(infra)
     if label.taxonomy == "task_scope_overflow":
         own += _scenarios(diagnosis, rows)
-    for p in params:
+    # A parameter whose own family's channels look like sim's, where another family's
+    # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
+    deviating = deviating_families(diagnosis.signatures, rows)
+    mine = ([p for p in params if may_lead(evidence, p.param, deviating)]
+            if evidence is not None else [])
+    for p in mine:
         strong = p.explained >= _STRONG_EXPLAINED
         if (evidence is not None and p.explained >= _MIN_EXPLAINED
                 and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
             action = _param_action(diagnosis, rows, p, evidence)
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
     if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
-        candidate = _candidate(params, evidence, label.taxonomy)
+        candidate = _candidate(mine, evidence, label.taxonomy)
         if candidate is not None:
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
@@ -207,9 +215,8 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
     it to. Sim's in-range telemetry may barely show a parameter whose real value lies far
     outside the range; its direction is still the best lead there is."""
     family = "perception" if taxonomy == "perception_drift" else "dynamics"
-    names = evidence.inference.space_.names
     mine = [p for p in params
-            if evidence.param_families[names.index(p.param)] == family
+            if param_family(evidence, p.param) == family
             and abs(p.contrast) >= _WEAK_PULL and np.isfinite(p.pulled)]
     if not mine:
         return None
@@ -263,8 +270,14 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     Each event's own shift of ``param`` (from the real successes, in spread units) is read
     off its deviation along the parameter's learnt effect, limited to what the new range
     covers, and taken out. An event is inside when its deviation along the cluster's
-    signature (the direction of its median deviation) is within what 95 % of sim-vs-sim
-    windows show along it once their known parameter differences are taken out.
+    signature is within what 95 % of sim-vs-sim windows show along it once their known
+    parameter differences are taken out.
+
+    The signature is the part of the cluster's median deviation sim's parameters can
+    reproduce at all (its ridge projection on the forward model's columns): what no
+    parameter moves, no parameter change can bring back either, and counting it would
+    leave every event outside whatever the change (a noise cause whose learnt effect
+    reproduces a third of the deviation then claimed 1 of 15 events).
 
     Only the features of ``families`` count (those where the cluster deviates; ``None``:
     all), as in :func:`sim2real.attribute.params.cluster_fit`.
@@ -276,9 +289,10 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     space = inf.space_
     j = space.names.index(param)
     keep = ev.features(families)
-    column = inf.columns()[keep, j]
+    columns = inf.columns()[keep]
+    column = columns[:, j]
     deviation = (ev.whitened[rows] - ev.success_whitened)[:, keep]
-    direction = np.median(deviation, axis=0)
+    direction = _reproducible(columns, np.median(deviation, axis=0), inf.ridge)
     norm = float(np.linalg.norm(direction))
     if norm == 0:
         return (0.0, 0.0, 0.0), (0, 0)
@@ -294,6 +308,13 @@ def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: flo
     done = before / n
     return ((max(0.0, gained - done), max(0.0, low_ci - done), max(0.0, high_ci - done)),
             (before, after))
+
+
+def _reproducible(columns: np.ndarray, deviation: np.ndarray, ridge: float) -> np.ndarray:
+    """The part of ``deviation`` ``(n_features,)`` the parameters' learnt effects
+    ``columns`` ``(n_features, n_params)`` reproduce: its ridge-regularised projection."""
+    gram = columns.T @ columns + ridge * np.eye(columns.shape[1])
+    return columns @ np.linalg.solve(gram, columns.T @ deviation)
 
 
 def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> Action:

@@ -7,8 +7,11 @@ spirit of ABC regression adjustment:
 1. every window (a sim rollout at a random end time, or a real episode at its failure) is
    compared with the sim rollouts of the same task nearest in context (never in telemetry:
    see :meth:`ParameterInference._references`); ``d = window - mean(references)``, per
-   segment and channel, in units of the sim's spread (layout
-   ``(n_segments * n_channels,)``);
+   block and channel (layout ``(n_blocks * n_channels,)``, block-major): ``n_segments``
+   blocks of segment means in units of the sim's spread, then one block of each channel's
+   roughness, the log of the RMS of its step changes (consecutive-sample differences) over
+   the window. Friction, noise or latency change how a channel jitters more than its level,
+   and a log ratio of roughness needs no scale;
 2. on sim, where the parameters are known, a *forward* linear model ``d = A @ dp`` is fitted,
    ``dp`` the parameter difference to the references in units of the randomisation spread.
    Forward, because ``dp`` is exact: the slope is not attenuated as an inverse regression
@@ -42,6 +45,7 @@ _CLIP = 3.0
 _MAX_TRAIN = 4000
 _MAX_CANDIDATES = 2000
 _CHUNK = 512
+_ROUGH_FLOOR = 1e-3  # of a channel's spread: steps below it are as smooth as none
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ class ParameterInference:
         n_references: sim rollouts of the same task and nearest context a window is
             compared with.
         n_points: samples per window.
-        n_segments: parts of the window averaged separately.
+        n_segments: parts of the window averaged separately (one more block, the
+            roughness, follows them: :attr:`n_blocks`).
         window_s: seconds before the window end.
         ridge: prior precision of a parameter correction (spread units); keeps unidentifiable
             parameters at their neighbours' value instead of guessing.
@@ -130,6 +135,11 @@ class ParameterInference:
         self.augment = augment
         self.n_folds = n_folds
         self.seed = seed
+
+    @property
+    def n_blocks(self) -> int:
+        """Feature blocks per channel: the segment means, then the roughness."""
+        return self.n_segments + 1
 
     def fit(self, bank: RolloutBank, space: ParamSpace) -> ParameterInference:
         """Learn how parameters move the telemetry, and how well each can be told apart.
@@ -207,7 +217,7 @@ class ParameterInference:
         names = list(self.bank_.grid.channels)
         cols = np.array([w.grid.channels.index(c) for c in names], dtype=np.int64)
         refs = self._references(w, exclude_self)
-        d = np.zeros((len(w.rows), self.n_segments * len(names)))
+        d = np.zeros((len(w.rows), self.n_blocks * len(names)))
         base = np.full((len(w.rows), len(self.space_.names)), np.nan)
         found = np.flatnonzero([r.size > 0 for r in refs])
         # Windows are read in chunks: one interpolation pass per chunk, bounded memory.
@@ -224,12 +234,12 @@ class ParameterInference:
         ends = np.asarray(w.ends[idx], dtype=float)
         length = np.where(ends > 0, np.minimum(self.window_s, ends), self.window_s)
         times = window_times(ends, length, self.n_points)
-        mine = self._segments(w.grid.at(w.rows[idx], times)[:, :, cols])
+        mine = self._blocks(w.grid.at(w.rows[idx], times)[:, :, cols])
         flat = np.concatenate(refs)
         owner = np.repeat(np.arange(idx.size), [r.size for r in refs])
         ref_times = window_times(bank.end_times(flat, ends[owner]), length[owner],
                                  self.n_points)
-        theirs = _group_means(self._segments(bank.grid.at(flat, ref_times)), owner)
+        theirs = _group_means(self._blocks(bank.grid.at(flat, ref_times)), owner)
         d = np.nan_to_num(mine - theirs).reshape(idx.size, -1)
         return d, _group_means(self.space_.values[flat], owner)
 
@@ -266,13 +276,15 @@ class ParameterInference:
                     out[i] = rows[cols]
         return out
 
-    def _segments(self, windows: np.ndarray) -> np.ndarray:
-        """``(k, n_segments, n_channels)`` segment means, scaled by the sim's spread; the
-        windows are scratch (their log channels are overwritten)."""
+    def _blocks(self, windows: np.ndarray) -> np.ndarray:
+        """``(k, n_blocks, n_channels)``: segment means scaled by the sim's spread, then the
+        roughness; the windows are scratch (their log channels are overwritten). Sim's and
+        real windows both pass here, so both sides' features are computed alike."""
         x = np.asarray(windows, dtype=float)
         if self.log_.any():  # in place, on the log channels only: windows is scratch
             x[..., self.log_] = np.log(np.maximum(x[..., self.log_], 1e-12))
-        return segment_means(x, self.n_segments) / self.scale_
+        means = segment_means(x, self.n_segments) / self.scale_
+        return np.concatenate([means, _roughness(x, self.scale_)[:, None, :]], axis=1)
 
     def _cross_validate(self, d: np.ndarray, dp: np.ndarray, base: np.ndarray,
                         truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -337,6 +349,21 @@ def _forward(dp: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         clipped = fitted + np.clip(d - fitted, -_CLIP * noise, _CLIP * noise)
         coef, *_ = np.linalg.lstsq(design, clipped, rcond=None)
     return coef[1:].T, noise
+
+
+def _roughness(windows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(n, n_points, c)`` -> ``(n, c)`` log RMS of each channel's step changes, NaN-aware
+    (NaN where a channel has no two consecutive samples).
+
+    The RMS is floored at :data:`_ROUGH_FLOOR` of the channel's spread ``scale``: a channel
+    that holds still (a noise-free sim signal, a flag) would otherwise be ``log 0``, and
+    its tiniest jitter an unbounded deviation.
+    """
+    steps = np.diff(windows, axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel without any step
+        rms = np.sqrt(np.nanmean(steps * steps, axis=1))
+    return np.log(np.maximum(rms, _ROUGH_FLOOR * scale))
 
 
 def _spread_rows(n: int) -> np.ndarray:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
-           "family_explanation", "infer_params", "lead_family", "param_evidence",
-           "param_families"]
+           "family_explanation", "infer_params", "lead_family", "may_lead", "param_evidence",
+           "param_families", "param_family"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
@@ -145,7 +145,7 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
     declared = [diagnosis.dataset.params[n].family for n in space.names]
     bank = inference.bank_
     families = np.array(bank.families or ("dynamics",) * len(bank.grid.channels), dtype=object)
-    features = np.tile(families, inference.n_segments)
+    features = np.tile(families, inference.n_blocks)  # block-major, as the features
     return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_dev, features,
                          param_families(inference, features, declared))
 
@@ -286,14 +286,41 @@ def infer_params(
     return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
 
 
-def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None) -> str | None:
+def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
+                deviating: Collection[str]) -> str | None:
     """The family of the first of ``params`` (:func:`infer_params` order) on which the
-    cluster differs significantly from the real successes; ``None`` where none does."""
+    cluster differs significantly from the real successes and whose own family's channels
+    deviate (:func:`may_lead`); ``None`` where none does.
+
+    Args:
+        params: the cluster's estimates.
+        evidence: the fitted inference; ``None``: no parameters, no lead.
+        deviating: the channel families that deviate in the cluster's signature
+            (:func:`deviating_families`).
+    """
     if evidence is None:
         return None
-    names = list(evidence.inference.space_.names)
-    return next((evidence.param_families[names.index(p.param)] for p in params
-                 if abs(p.contrast) >= _Z_SHIFT), None)
+    return next((param_family(evidence, p.param) for p in params
+                 if abs(p.contrast) >= _Z_SHIFT and may_lead(evidence, p.param, deviating)),
+                None)
+
+
+def may_lead(evidence: ParamEvidence, param: str, deviating: Collection[str]) -> bool:
+    """Whether ``param`` may be a cluster's cause: its own family's channels deviate in the
+    cluster's signature (``deviating``, :func:`deviating_families`).
+
+    A parameter whose own channels look like sim's cannot be the cause, however hard the
+    other families' deviation pulls it (a lighting parameter picked up by a slipping
+    gripper's localisation error). Where no family deviates beyond sim's variability,
+    nothing contradicts any parameter (a camera offset whose failures look like sim's own,
+    only more frequent): every one may lead, as every channel then counts in the fit
+    (:func:`infer_params`)."""
+    return not deviating or param_family(evidence, param) in deviating
+
+
+def param_family(evidence: ParamEvidence, param: str) -> str:
+    """The family of ``param`` (name without ``param.``), as :func:`param_families` has it."""
+    return evidence.param_families[evidence.inference.space_.names.index(param)]
 
 
 @dataclass(frozen=True)

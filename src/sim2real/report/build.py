@@ -100,14 +100,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
-        explanation = (family_explanation(evidence, rows,
-                                          deviating_families(diagnosis.signatures, rows))
+        deviating = deviating_families(diagnosis.signatures, rows)
+        explanation = (family_explanation(evidence, rows, deviating)
                        if evidence is not None else None)
         confounders = cluster_confounders(diagnosis, rows)
         params = infer_params(diagnosis, rows, evidence)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
                               explanation, [f.value for f in confounders if f.kind == "sys"],
-                              reference, lead_family(params, evidence))
+                              reference, lead_family(params, evidence, deviating))
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
