@@ -292,3 +292,48 @@ def test_a_corrupt_channel_page_is_named_when_the_analysis_reads_it(tmp_path: Pa
     ds = load_dataset(root)  # loading decodes episode_id and t only
     with pytest.raises(DatasetError, match=r"part-00000\.parquet: cannot be read.*CRC"):
         ds.read_signals(["r1"], columns=["grip_force"])
+
+
+# Rows 0-2, 3-5 and 6-7 in three row groups: validation reads one row group at a time.
+_GROUP_ROWS = 3
+
+
+def _one_part_in_groups(root: Path, signals: pa.Table) -> Path:
+    for part in (root / "signals").glob("*.parquet"):
+        part.unlink()
+    part = root / "signals" / "part-00000.parquet"
+    pq.write_table(signals, part, row_group_size=_GROUP_ROWS)
+    assert pq.read_metadata(part).num_row_groups == 3
+    return part
+
+
+@pytest.mark.parametrize(("overrides", "column", "row", "message"), [
+    # r2's second sample (row 3, group 2) repeats its first (row 2, group 1): the check
+    # carries each episode's last t from one row group to the next.
+    ({"t": [0.0, 0.2, 0.2, 0.2, 0.0, 0.25, 0.0, 0.25]}, "t", 3, "strictly increasing"),
+    ({"episode_id": ["r1", "r1", "r2", "r2", "s1", "s9", "s2", "s2"]}, "episode_id", 5,
+     "no such episode"),
+    ({"t": [0.0, 0.2, 0.0, 0.2, 0.0, 0.25, 0.0, float("nan")]}, "t", 7, "finite"),
+])
+def test_a_violation_in_a_later_row_group_names_its_row_in_the_file(
+        tmp_path: Path, overrides: dict[str, list[object]], column: str, row: int,
+        message: str) -> None:
+    root = _write(tmp_path)
+    part = _one_part_in_groups(root, _signals(**overrides))
+    with pytest.raises(DatasetError) as info:
+        load_dataset(root)
+    assert (info.value.file, info.value.column, info.value.row) == (str(part), column, row)
+    assert message in str(info.value)
+
+
+def test_a_file_of_many_row_groups_loads_as_one_of_a_single_group(tmp_path: Path) -> None:
+    one = load_dataset(_write(tmp_path / "one"))
+    root = _write(tmp_path / "many")
+    # r1's samples apart in two row groups, so each episode's span is gathered across them.
+    signals = _signals().take([0, 2, 4, 1, 3, 5, 6, 7])
+    _one_part_in_groups(root, signals)
+    many = load_dataset(root)
+    assert many.durations == one.durations == {"r1": 0.2, "r2": 0.2, "s1": 0.25, "s2": 0.25}
+    assert (many.span, many.warnings, list(many.channels)) == \
+        (one.span, one.warnings, list(one.channels))
+    assert many.episodes.equals(one.episodes)

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -126,3 +127,25 @@ def test_every_cluster_of_the_followed_report_gets_a_verdict(standard: Path) -> 
     for c in shrank:
         causes = Counter(truth.get(e) for e in followed[c.cluster_id].events)
         assert causes.most_common(1)[0][0] == "stale_config", causes
+
+
+def test_the_assigner_gives_the_same_answer_in_blocks_of_any_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its distances go a block of rows at a time (a large fleet's clusters at once took
+    # 10s of GiB): one row per block must give what one block of everything gives.
+    from sim2real.validate import compare
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(60, 4))
+    labels = np.array([["C1", "C2", None][i % 3] for i in range(60)], dtype=object)
+    events = rng.normal(size=(25, 4))
+
+    def run() -> tuple[dict[str, float], list[object], list[object]]:
+        assigner = compare._Assigner(values, labels)
+        return (assigner.reach, assigner.assign(values, own=True).tolist(),
+                assigner.assign(events).tolist())
+
+    whole = run()
+    monkeypatch.setattr(compare, "_BLOCK_BYTES", 1)
+    assert run() == whole
+    assert any(v is not None for v in whole[2])

@@ -17,7 +17,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from sim2real.dataset.ids import EpisodeIndex
-from sim2real.dataset.layout import LONG_COLUMNS, Layout, channel_codes, layout_of, to_wide
+from sim2real.dataset.layout import LONG_COLUMNS, Layout, layout_of, to_wide
 from sim2real.dataset.location import Location
 from sim2real.dataset.schema import (
     CTX_PREFIX,
@@ -31,11 +31,12 @@ from sim2real.dataset.schema import (
 )
 from sim2real.dataset.validate import (
     FLOAT32_MAX,
+    PartState,
     SampleSpans,
     check_episodes,
     check_names,
     check_samples,
-    check_signal_part,
+    check_signal_group,
     check_values,
 )
 from sim2real.errors import DatasetError
@@ -164,14 +165,14 @@ def load_dataset(path: str | Path, *, skip_bad_episodes: bool = False) -> Datase
     spans = SampleSpans(len(known))
     found: set[str] = set()
     for file, footer in zip(signal_files, footers, strict=True):
-        table = _ids_and_times(file, layout)
-        codes, t = check_signal_part(table, str(file), known)
-        series = None
-        if layout == "long":  # each channel's samples are a run of their own
-            names = _distinct(table["channel"])
-            found.update(names)
-            series = codes * max(len(names), 1) + channel_codes(table["channel"], names)
-        spans.add(codes, t, series)
+        # Row group by row group: a file of any size is never held whole (the state
+        # carried between groups is per episode, not per sample).
+        state = PartState(str(file), len(known))
+        for group in _ids_and_times(file, layout):
+            codes, t, series = check_signal_group(group, known, state)
+            spans.add(codes, t, series, state)
+        spans.close(state)
+        found.update(state.channels)
         _check_value_ranges(file, footer, channel_names or ["value"])
     if layout == "long":
         if not found:
@@ -204,9 +205,12 @@ def _first_sample(files: Sequence[Location], known: EpisodeIndex,
     """The file and row of an episode's first sample (to name it in an error: the IDs are
     read again, which only an error pays for)."""
     for file in files:
-        rows = np.flatnonzero(known.rows(_ids_and_times(file, "wide")["episode_id"]) == episode)
-        if rows.size:
-            return str(file), int(rows[0])
+        offset = 0
+        for group in _ids_and_times(file, "wide"):
+            rows = np.flatnonzero(known.rows(group["episode_id"]) == episode)
+            if rows.size:
+                return str(file), offset + int(rows[0])
+            offset += group.num_rows
     return str(files[0]), 0
 
 
@@ -291,29 +295,37 @@ def _footer(file: Location) -> pq.FileMetaData | None:
     return footer
 
 
-def _ids_and_times(file: Location, layout: Layout) -> pa.Table:
+def _ids_and_times(file: Location, layout: Layout) -> Iterator[pa.Table]:
     """The ``episode_id`` and ``t`` columns of one signals file (and ``channel``, in the
-    long layout), in file order.
+    long layout), in file order, one Parquet row group at a time (a CSV file: whole), each
+    ``channel`` checked for nulls (rows counted from the file's start).
 
     ``episode_id`` and ``channel`` come dictionary-encoded from Parquet: a row group holds
     a few hundred episodes, so decoding one string per sample would cost more than the
     check itself.
     """
     keys = ["episode_id", "t"] if layout == "wide" else ["episode_id", "t", "channel"]
+    offset = 0
+    for group in _groups(file, keys):
+        if layout == "long":
+            _fail_first_null(group["channel"], file, offset)
+        offset += group.num_rows
+        yield group
+
+
+def _groups(file: Location, keys: list[str]) -> Iterator[pa.Table]:
     try:
         if file.suffix == ".csv":
-            table = _signal_dataset([file]).to_table(columns=keys)
-        else:
-            # One file, read directly: a dataset object per file costs more than a small
-            # part's read (a fleet of 1,000 files).
-            table = pq.ParquetFile(file.path, filesystem=file.filesystem,
-                                   read_dictionary=keys[::2], page_checksum_verification=True
-                                   ).read(columns=keys)
+            yield _signal_dataset([file]).to_table(columns=keys)
+            return
+        # One file, read directly: a dataset object per file costs more than a small
+        # part's read (a fleet of 1,000 files).
+        parquet = pq.ParquetFile(file.path, filesystem=file.filesystem,
+                                 read_dictionary=keys[::2], page_checksum_verification=True)
+        for group in range(parquet.metadata.num_row_groups):
+            yield parquet.read_row_group(group, columns=keys)
     except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"cannot be read: {err}", file=str(file)) from err
-    if layout == "long":
-        _fail_first_null(table["channel"], file)
-    return table
 
 
 def signal_batches(file: Location, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
@@ -365,21 +377,10 @@ def _layout(files: Sequence[Location], footers: Sequence[pq.FileMetaData | None]
     return next(iter(layouts.values()))
 
 
-def _distinct(column: pa.ChunkedArray) -> list[str]:
-    """The distinct values of a (possibly dictionary-encoded) string column, sorted: one
-    look per row group's dictionary."""
-    found: set[str] = set()
-    for chunk in column.chunks:
-        if pa.types.is_dictionary(chunk.type):
-            chunk = chunk.dictionary.take(pc.unique(chunk.indices))
-        found.update(v for v in pc.unique(chunk).to_pylist() if v is not None)
-    return sorted(found)
-
-
-def _fail_first_null(column: pa.ChunkedArray, file: Location) -> None:
+def _fail_first_null(column: pa.ChunkedArray, file: Location, row_offset: int) -> None:
     missing = pc.is_null(column)
     if pc.any(missing).as_py():
-        row = pc.index(missing, True).as_py()
+        row = row_offset + pc.index(missing, True).as_py()
         raise DatasetError("must not be null", file=str(file), column="channel", row=row)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numba
@@ -25,11 +26,12 @@ from sim2real.errors import DatasetError
 __all__ = [
     "FLOAT32_MAX",
     "LONG_EPISODE",
+    "PartState",
     "SampleSpans",
     "check_episodes",
     "check_names",
     "check_samples",
-    "check_signal_part",
+    "check_signal_group",
     "check_values",
 ]
 
@@ -104,60 +106,116 @@ def check_episodes(table: pa.Table, file: str) -> pa.Table:
     return table
 
 
-def check_signal_part(table: pa.Table, file: str,
-                      known: EpisodeIndex) -> tuple[np.ndarray, np.ndarray]:
-    """Validate ``episode_id`` and ``t`` of one signals file, in file order.
+@dataclass
+class PartState:
+    """What validating one signals file carries from one row group to the next, so that
+    the file is read a row group at a time (never whole) and every message still names
+    the row of the file.
+
+    A series is an episode (wide layout) or an episode's channel (long layout), coded
+    ``channel * n_episodes + episode``: a channel first seen in a later row group appends
+    a block of series instead of renumbering those already seen.
+
+    Attributes:
+        file: how messages name the file.
+        n_episodes: episodes in the episodes table.
+        rows: rows of the file already checked (the file row of the next group's first).
+        channels: long layout: each channel name's code, in order of first appearance.
+        last: ``(n_series,)`` each series' last ``t`` so far (-inf: none yet).
+        count: ``(n_series,)`` each series' samples so far.
+        most: ``(n_episodes,)`` samples of each episode's most sampled series so far.
+    """
+
+    file: str
+    n_episodes: int
+    rows: int = 0
+    channels: dict[str, int] = field(default_factory=dict)
+    last: np.ndarray = field(init=False)
+    count: np.ndarray = field(init=False)
+    most: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last = np.full(self.n_episodes, -np.inf)
+        self.count = np.zeros(self.n_episodes, dtype=np.int64)
+        self.most = np.zeros(self.n_episodes, dtype=np.int64)
+
+    def channel_codes(self, column: pa.ChunkedArray) -> np.ndarray:
+        """``(len(column),)`` each row's channel code (no nulls: checked before), new
+        channels taking the next codes; looked up once per row group's dictionary."""
+        parts = []
+        for chunk in column.chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = pc.dictionary_encode(chunk)
+            names = chunk.dictionary.cast(pa.string()).to_pylist()
+            for name in names:
+                self.channels.setdefault(name, len(self.channels))
+            lookup = np.array([self.channels[n] for n in names], dtype=np.int64)
+            parts.append(lookup[chunk.indices.to_numpy(zero_copy_only=False)])
+        codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        grow = len(self.channels) * self.n_episodes - self.last.size
+        if grow > 0:
+            self.last = np.concatenate([self.last, np.full(grow, -np.inf)])
+            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
+        return codes
+
+
+def check_signal_group(table: pa.Table, known: EpisodeIndex,
+                       state: PartState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate ``episode_id`` and ``t`` of one row group of a signals file, the file's
+    earlier row groups already checked into ``state``.
 
     Args:
-        table: the file's ``episode_id`` (strings, or dictionary-encoded strings) and ``t``
-            (numbers, or text that reads as numbers throughout).
-        file: how messages name the file.
+        table: the row group's ``episode_id`` (strings, or dictionary-encoded strings) and
+            ``t`` (numbers, or text that reads as numbers throughout), and ``channel`` in
+            the long layout (no nulls).
         known: the episodes table's IDs.
+        state: the file's state, advanced past this row group.
 
     Returns:
-        ``(table.num_rows,)`` each sample's episode's position in ``known``, and its ``t``
-        as float64.
+        ``(table.num_rows,)`` each sample's episode's position in ``known``, its ``t`` as
+        float64, and its series (see :class:`PartState`).
 
     Raises:
         DatasetError: an unknown episode, a ``t`` that is missing, not a number or not
-            finite, or ``t`` not strictly increasing.
+            finite, or ``t`` not strictly increasing; the row counted from the file's start.
     """
+    file, offset = state.file, state.rows
     ids = table["episode_id"]
     if not _is_text(ids.type):
         ids = ids.cast(pa.string())
-    _fail_first(pc.is_null(ids), "must not be null", file, "episode_id")
+    _fail_first(pc.is_null(ids), "must not be null", file, "episode_id", offset)
     codes = known.rows(ids)
     unknown = np.flatnonzero(codes < 0)
     if unknown.size:
         raise DatasetError("no such episode in episodes", file=file, column="episode_id",
-                           row=int(unknown[0]))
+                           row=offset + int(unknown[0]))
     if not (pa.types.is_floating(table["t"].type) or pa.types.is_integer(table["t"].type)
             or _is_text(table["t"].type)):
         raise DatasetError(f"must be seconds as numbers, found {table['t'].type}", file=file,
                            column="t")
-    t = _cast(table["t"], pa.float64(), file, "t").to_numpy(zero_copy_only=False)
+    t = _cast(table["t"], pa.float64(), file, "t", offset).to_numpy(zero_copy_only=False)
     if not np.all(np.isfinite(t)):
-        row = int(np.flatnonzero(~np.isfinite(t))[0])
+        row = offset + int(np.flatnonzero(~np.isfinite(t))[0])
         raise DatasetError("must be a finite number of seconds", file=file, column="t", row=row)
-    # Each sample against the previous one of its episode (and channel, in the long layout),
-    # in one pass in file order, whatever the order of the episodes: no sort.
+    # Each sample against the previous one of its series, in one pass in file order,
+    # whatever the order of the episodes: no sort.
     series, within = codes, "an episode"
     if "channel" in table.column_names:
-        channel = _channel_index(table["channel"])
-        series = codes * (int(channel.max(initial=0)) + 1) + channel
+        series = state.channel_codes(table["channel"]) * state.n_episodes + codes
         within = "an episode's channel"
-    row = _first_not_increasing(series, t, int(series.max(initial=-1)) + 1)
+    row = _first_not_increasing(series, t, state.last)
     if row >= 0:
         raise DatasetError(f"t must be strictly increasing within {within}", file=file,
-                           column="t", row=row)
-    return codes, t
+                           column="t", row=offset + row)
+    state.rows += table.num_rows
+    return codes, t, series
 
 
 @numba.njit(nogil=True, cache=True)
 def _first_not_increasing(series: np.ndarray, t: np.ndarray,
-                          n_series: int) -> int:  # pragma: no cover - compiled
-    # The first row whose t is not above the previous t of its series; -1: none.
-    last = np.full(n_series, -np.inf)
+                          last: np.ndarray) -> int:  # pragma: no cover - compiled
+    # The first row whose t is not above the previous t of its series (``last``, carried
+    # from the earlier row groups and updated); -1: none.
     for i in range(series.size):
         s = series[i]
         if t[i] <= last[s]:
@@ -167,12 +225,14 @@ def _first_not_increasing(series: np.ndarray, t: np.ndarray,
 
 
 class SampleSpans:
-    """Where each episode's samples lie, gathered file by file while ``t`` is validated.
+    """Where each episode's samples lie, gathered row group by row group while ``t`` is
+    validated.
 
     Attributes:
         first, last: ``(n_episodes,)`` first and last sample time (inf and -inf without
             samples).
-        count: ``(n_episodes,)`` samples.
+        count: ``(n_episodes,)`` samples (in the long layout: of its most sampled channel,
+            file by file).
     """
 
     def __init__(self, n_episodes: int) -> None:
@@ -180,30 +240,30 @@ class SampleSpans:
         self.last = np.full(n_episodes, -np.inf)
         self.count = np.zeros(n_episodes, dtype=np.int64)
 
-    def add(self, codes: np.ndarray, t: np.ndarray, series: np.ndarray | None = None) -> None:
-        """Take in one file's samples, checked by :func:`check_signal_part` (an episode may
-        span files). ``series``: in the long layout, each sample's (episode, channel) code;
-        an episode's samples are then those of its most sampled channel."""
-        if not codes.size:
-            return
-        series = codes if series is None else series
-        per_series = np.zeros(int(series.max()) + 1, dtype=np.int64)
-        self.count += _take_spans(codes, t, series, self.first, self.last, per_series)
+    def add(self, codes: np.ndarray, t: np.ndarray, series: np.ndarray,
+            state: PartState) -> None:
+        """Take in one row group's samples, checked by :func:`check_signal_group` (an
+        episode may span row groups and files)."""
+        if codes.size:
+            _take_spans(codes, t, series, self.first, self.last, state.count, state.most)
+
+    def close(self, state: PartState) -> None:
+        """Count a file's samples, once its last row group is in."""
+        self.count += state.most
 
 
 @numba.njit(nogil=True, cache=True)
 def _take_spans(codes: np.ndarray, t: np.ndarray, series: np.ndarray, first: np.ndarray,
-                last: np.ndarray, per_series: np.ndarray) -> np.ndarray:  # pragma: no cover
+                last: np.ndarray, per_series: np.ndarray,
+                most: np.ndarray) -> None:  # pragma: no cover - compiled
     # One pass in file order (rows of many episodes may interleave): each episode's first
-    # and last t, and the sample count of its most sampled series.
-    most = np.zeros(first.size, dtype=np.int64)
+    # and last t, and the sample count of its most sampled series in the file so far.
     for i in range(codes.size):
         c, s = codes[i], series[i]
         first[c] = min(first[c], t[i])
         last[c] = max(last[c], t[i])
         per_series[s] += 1
         most[c] = max(most[c], per_series[s])
-    return most
 
 
 def check_samples(episodes: pa.Table, spans: SampleSpans, file: str,
@@ -331,13 +391,6 @@ def check_values(values: pa.ChunkedArray | pa.Array, file: str, column: str,
         raise DatasetError(msg, file=file, column=column, row=row_offset + row)
 
 
-def _channel_index(column: pa.ChunkedArray) -> np.ndarray:
-    """``(len(column),)`` a number per distinct channel name."""
-    if not _is_text(column.type):
-        column = column.cast(pa.string())
-    return EpisodeIndex(sorted({str(v) for v in pc.unique(column).to_pylist()})).rows(column)
-
-
 def _is_text(kind: pa.DataType) -> bool:
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
@@ -381,7 +434,7 @@ def _finite_numbers(table: pa.Table, file: str) -> None:
 
 
 def _cast(
-    column: pa.ChunkedArray, target: pa.DataType, file: str, name: str
+    column: pa.ChunkedArray, target: pa.DataType, file: str, name: str, row_offset: int = 0
 ) -> pa.ChunkedArray | pa.Array:
     if pa.types.is_timestamp(target) and pa.types.is_string(column.type):
         return _parse_times(column, file, name)
@@ -397,7 +450,8 @@ def _cast(
                 pa.array([value], type=column.type).cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 msg = f"cannot read {value!r} as {target}"
-                raise DatasetError(msg, file=file, column=name, row=row) from err
+                raise DatasetError(msg, file=file, column=name,
+                                   row=row_offset + row) from err
         raise DatasetError(f"cannot read as {target}: {err}", file=file, column=name) from err
 
 
@@ -417,10 +471,11 @@ def _parse_times(column: pa.ChunkedArray, file: str, name: str) -> pa.Array:
     return pa.array(parsed, pa.timestamp("us", tz="UTC"))
 
 
-def _fail_first(mask: pa.ChunkedArray | pa.Array, message: str, file: str, column: str) -> None:
+def _fail_first(mask: pa.ChunkedArray | pa.Array, message: str, file: str, column: str,
+                row_offset: int = 0) -> None:
     mask = pc.fill_null(mask, False)
     if pc.any(mask).as_py():
-        row = pc.index(mask, True).as_py()
+        row = row_offset + pc.index(mask, True).as_py()
         raise DatasetError(message, file=file, column=column, row=row)
 
 

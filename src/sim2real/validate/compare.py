@@ -74,6 +74,7 @@ _EFFECT = 0.5  # the change the power calculation asks about: a halving of the r
 _MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
 _MIN_REACH = 1.0  # feature vectors are capped at norm 1.5: closer than this is the same
 _BLOCK = 512
+_BLOCK_BYTES = 64 * 2**20
 
 
 def validate(
@@ -258,9 +259,15 @@ class _Assigner:
             if len(mine) < 2:
                 self.reach[label] = _MIN_REACH
                 continue
-            dist = np.linalg.norm(mine[:, None, :] - mine[None, :, :], axis=2)
-            np.fill_diagonal(dist, np.inf)
-            self.reach[label] = max(float(np.quantile(dist.min(axis=1), 0.95)), _MIN_REACH)
+            nearest = np.empty(len(mine))
+            step = _rows_per_block(len(mine), mine.shape[1])
+            for start in range(0, len(mine), step):
+                dist = np.linalg.norm(mine[start : start + step, None, :] - mine[None, :, :],
+                                      axis=2)
+                index = np.arange(dist.shape[0])
+                dist[index, start + index] = np.inf  # not its own nearest fellow
+                nearest[start : start + step] = dist.min(axis=1)
+            self.reach[label] = max(float(np.quantile(nearest, 0.95)), _MIN_REACH)
 
     def assign(self, values: np.ndarray, own: bool = False) -> np.ndarray:
         """``(n,)`` cluster ID or ``None`` of each event; ``own``: ``values`` are the
@@ -268,8 +275,9 @@ class _Assigner:
         out = np.full(len(values), None, dtype=object)
         if len(self.values) == 0:
             return out
-        for start in range(0, len(values), _BLOCK):
-            block = values[start : start + _BLOCK]
+        step = min(_BLOCK, _rows_per_block(len(self.values), self.values.shape[1]))
+        for start in range(0, len(values), step):
+            block = values[start : start + step]
             dist = np.linalg.norm(block[:, None, :] - self.values[None, :, :], axis=2)
             if own:
                 index = np.arange(start, start + len(block))
@@ -281,6 +289,14 @@ class _Assigner:
                             dtype=bool)
             out[start : start + len(block)] = np.where(fits, labels, None)
         return out
+
+
+def _rows_per_block(n_members: int, n_features: int) -> int:
+    """Rows whose differences to ``n_members`` points fit :data:`_BLOCK_BYTES` (the
+    ``(rows, members, features)`` array ``np.linalg.norm`` reduces): a cluster of the
+    large fleet's 10,000s of failures at once would take 10s of GiB. Each distance is
+    the same whatever the block."""
+    return max(1, _BLOCK_BYTES // max(1, 8 * n_members * n_features))
 
 
 def _none(labels: np.ndarray) -> np.ndarray:
