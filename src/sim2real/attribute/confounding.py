@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from scipy import stats
+
+from sim2real._stratified import StratifiedTest, mantel_haenszel, strata, strings, tables
 
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
@@ -28,23 +29,6 @@ __all__ = ["Confounder", "StratifiedTest", "cluster_confounders", "mantel_haensz
 _ALPHA = 0.01  # Bonferroni-corrected over the candidates of one cluster
 _MIN_RATIO = 1.5  # common odds ratio a value needs against non-carriers
 _SHARE = 0.2  # candidates: values carried by at least this share of the cluster
-
-
-@dataclass(frozen=True)
-class StratifiedTest:
-    """A Cochran-Mantel-Haenszel test of 2x2 tables (exposed x outcome), one per stratum.
-
-    Attributes:
-        odds_ratio: the Mantel-Haenszel common odds ratio (``inf`` when no unexposed
-            stratum member had the outcome).
-        ci_low, ci_high: its 95 % interval (Robins-Breslow-Greenland variance).
-        p_value: one-sided (odds ratio above 1), continuity-corrected.
-    """
-
-    odds_ratio: float
-    ci_low: float
-    ci_high: float
-    p_value: float
 
 
 @dataclass(frozen=True)
@@ -67,37 +51,6 @@ class Confounder:
     attributable: tuple[float, float, float]
 
 
-def mantel_haenszel(tables: np.ndarray) -> StratifiedTest:
-    """Test ``tables`` ``(n_strata, 2, 2)``: rows exposed / not, columns outcome / not.
-
-    Strata with a single episode or no variation carry no information and are skipped.
-    """
-    t = np.asarray(tables, dtype=float)
-    n = t.sum(axis=(1, 2))
-    a, b, c, d = t[:, 0, 0], t[:, 0, 1], t[:, 1, 0], t[:, 1, 1]
-    keep = (n > 1) & (a + b > 0) & (c + d > 0) & (a + c > 0) & (b + d > 0)
-    if not keep.any():
-        return StratifiedTest(1.0, 0.0, np.inf, 1.0)
-    a, b, c, d, n = a[keep], b[keep], c[keep], d[keep], n[keep]
-    expected = (a + b) * (a + c) / n
-    variance = (a + b) * (c + d) * (a + c) * (b + d) / (n**2 * (n - 1))
-    excess = a.sum() - expected.sum()
-    chi = (max(abs(excess) - 0.5, 0.0)) / np.sqrt(variance.sum())
-    p = float(stats.norm.sf(chi)) if excess > 0 else 1.0
-    r, s = a * d / n, b * c / n
-    pp, q = (a + d) / n, (b + c) / n
-    if s.sum() == 0:
-        return StratifiedTest(np.inf, np.inf, np.inf, p)
-    if r.sum() == 0:
-        return StratifiedTest(0.0, 0.0, 0.0, p)
-    odds = r.sum() / s.sum()
-    var = ((pp * r).sum() / (2 * r.sum() ** 2) + (pp * s + q * r).sum() / (2 * r.sum() * s.sum())
-           + (q * s).sum() / (2 * s.sum() ** 2))
-    half = 1.96 * np.sqrt(var)
-    return StratifiedTest(float(odds), float(odds * np.exp(-half)), float(odds * np.exp(half)),
-                          p)
-
-
 def over_represented(real: pa.Table, in_cluster: np.ndarray, failed: np.ndarray
                      ) -> list[Confounder]:
     """The ``sys.*`` values, robots and sites this cluster's failures over-represent.
@@ -115,23 +68,23 @@ def over_represented(real: pa.Table, in_cluster: np.ndarray, failed: np.ndarray
     n_cluster = int(in_cluster.sum())
     if n_cluster == 0:
         return []
-    deployment = _strings(real, "deployment")
-    site = _strings(real, "site")
+    deployment = strings(real, "deployment")
+    site = strings(real, "site")
     candidates: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for column in [c for c in real.column_names if c.startswith("sys.")]:
-        values = _strings(real, column)
+        values = strings(real, column)
         for value in _common(values[in_cluster], n_cluster):
             candidates.append(("sys", f"{column}={value}", values == value,
-                               _strata(deployment, site)))
-    robots = _strings(real, "robot_id")
+                               strata(deployment, site)))
+    robots = strings(real, "robot_id")
     for robot in _common(robots[in_cluster], n_cluster):
-        candidates.append(("robot", str(robot), robots == robot, _strata(deployment, site)))
+        candidates.append(("robot", str(robot), robots == robot, strata(deployment, site)))
     for place in _common(site[in_cluster], n_cluster):
-        candidates.append(("site", str(place), site == place, _strata(deployment)))
+        candidates.append(("site", str(place), site == place, strata(deployment)))
     found = []
-    for kind, value, carries, strata in candidates:
-        against_ok = _tables(strata, carries, in_cluster, ~failed | in_cluster)
-        against_others = _tables(strata, carries, in_cluster, failed)
+    for kind, value, carries, layers in candidates:
+        against_ok = tables(layers, carries, in_cluster, ~failed | in_cluster)
+        against_others = tables(layers, carries, in_cluster, failed)
         test = mantel_haenszel(against_ok)
         other = mantel_haenszel(against_others)
         # The cluster's failures carry it more than episodes that went well, and more than
@@ -165,27 +118,6 @@ def _excess(odds: float) -> float:
     return 0.0 if not odds > 1 else (1.0 if not np.isfinite(odds) else (odds - 1) / odds)
 
 
-def _tables(strata: np.ndarray, exposed: np.ndarray, outcome: np.ndarray,
-            members: np.ndarray) -> np.ndarray:
-    """``(n_strata, 2, 2)`` counts of ``members`` by stratum, exposure and outcome."""
-    codes, index = np.unique(strata[members], return_inverse=True)
-    out = np.zeros((len(codes), 2, 2))
-    np.add.at(out, (index, (~exposed[members]).astype(int), (~outcome[members]).astype(int)),
-              1)
-    return out
-
-
-def _strata(*columns: np.ndarray) -> np.ndarray:
-    return np.array(["\x1f".join(map(str, row)) for row in zip(*columns, strict=True)],
-                    dtype=object)
-
-
 def _common(values: np.ndarray, n: int) -> list[str]:
     counts = Counter(v for v in values if v is not None)
     return [v for v, c in counts.most_common(3) if c >= _SHARE * n]
-
-
-def _strings(table: pa.Table, column: str) -> np.ndarray:
-    if column not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[column].cast(pa.string()).to_pylist(), dtype=object)

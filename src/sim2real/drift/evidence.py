@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
 
+from sim2real._stratified import mantel_haenszel, strata, strings, tables
 from sim2real.match.context import ContextTable
 
 __all__ = ["NOVEL_CATEGORY", "Novelty", "SysFinding", "context_novelty", "sys_findings"]
@@ -91,36 +92,39 @@ def context_novelty(
 
 
 def sys_findings(real: pa.Table) -> list[SysFinding]:
-    """``sys.*`` values whose failure rate exceeds that of the task's other real episodes.
+    """``sys.*`` values whose episodes fail more often than the task's other real episodes
+    of the same deployment and site.
 
-    One-sided Fisher exact test per (task, column, value), Bonferroni-corrected over all of
-    them; a value counts only when significant at 1% and its failure rate is at least 1.5x
-    that of the other episodes.
+    One-sided Cochran-Mantel-Haenszel test per (task, column, value) within strata of
+    deployment and site, Bonferroni-corrected over all of them; a value counts only when
+    significant at 1% and its common odds ratio is at least 1.5. Within strata, because a
+    config released in the deployment where another cause began to grow, or a board only
+    the busiest site runs, would otherwise mark every failure there as a system failure.
+    ``rate_ratio`` is the crude one, for the reader.
     """
     columns = [c for c in real.column_names if c.startswith("sys.")]
     if not columns or real.num_rows == 0:
         return []
     tasks = np.array(real["task"].to_pylist(), dtype=object)
     failed = np.array(pc.equal(real["outcome"], "failure").to_pylist(), dtype=bool)
-    tests: list[tuple[str, str, str, int, int, int, int]] = []
+    by_place = strata(strings(real, "deployment"), strings(real, "site"))
+    tests: list[tuple[str, str, str, np.ndarray, np.ndarray]] = []
     for column in columns:
-        values = np.array(real[column].cast(pa.string()).to_pylist(), dtype=object)
+        values = strings(real, column)
         for task in np.unique(tasks):
             in_task = tasks == task
             for value in sorted({v for v in values[in_task] if v is not None}):
-                under = in_task & (values == value)
-                other = in_task & ~under
-                tests.append((str(task), column, value, int((under & failed).sum()),
-                              int((under & ~failed).sum()), int((other & failed).sum()),
-                              int((other & ~failed).sum())))
+                tests.append((str(task), column, value, in_task, values == value))
     findings = []
-    for task, column, value, a, b, c, d in tests:
+    for task, column, value, in_task, under in tests:
+        a, b = int((under & failed).sum()), int((under & ~failed).sum())
+        c, d = int((in_task & ~under & failed).sum()), int((in_task & ~under & ~failed).sum())
         if a == 0 or c + d == 0:
             continue
-        p = float(stats.fisher_exact([[a, b], [c, d]], alternative="greater").pvalue)
-        p_adj = min(1.0, p * len(tests))
-        ratio = (a / (a + b)) / max(c / (c + d), 0.5 / (c + d))
-        if p_adj < _SYS_ALPHA and ratio >= _SYS_MIN_RATIO:
+        test = mantel_haenszel(tables(by_place, under, failed, in_task))
+        p_adj = min(1.0, test.p_value * len(tests))
+        if p_adj < _SYS_ALPHA and test.odds_ratio >= _SYS_MIN_RATIO:
+            ratio = (a / (a + b)) / max(c / (c + d), 0.5 / (c + d))
             evidence = float(min(stats.norm.isf(max(p_adj, 1e-300)), _SYS_CAP))
             findings.append(SysFinding(task, column, value, a, b, ratio, p_adj, evidence))
     return findings
