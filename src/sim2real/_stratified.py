@@ -64,8 +64,9 @@ def mantel_haenszel(tables: np.ndarray) -> StratifiedTest:
 
 
 def tables(strata: np.ndarray, exposed: np.ndarray, outcome: np.ndarray,
-            members: np.ndarray) -> np.ndarray:
-    """``(n_strata, 2, 2)`` counts of ``members`` by stratum, exposure and outcome."""
+           members: np.ndarray) -> np.ndarray:
+    """``(n_strata, 2, 2)`` counts of ``members`` by stratum (:func:`strata`), exposure and
+    outcome."""
     codes, index = np.unique(strata[members], return_inverse=True)
     out = np.zeros((len(codes), 2, 2))
     np.add.at(out, (index, (~exposed[members]).astype(int), (~outcome[members]).astype(int)),
@@ -74,12 +75,16 @@ def tables(strata: np.ndarray, exposed: np.ndarray, outcome: np.ndarray,
 
 
 def strata(*columns: np.ndarray) -> np.ndarray:
-    return np.array(["\x1f".join(map(str, row)) for row in zip(*columns, strict=True)],
+    """``(n,)`` each row's stratum, the combination of its ``columns``' values, as an
+    integer code in the order of the combinations' text (each test then groups integers,
+    not strings)."""
+    keys = np.array(["\x1f".join(map(str, row)) for row in zip(*columns, strict=True)],
                     dtype=object)
-
+    return np.unique(keys, return_inverse=True)[1].reshape(-1)
 
 
 def strings(table: pa.Table, column: str) -> np.ndarray:
+    """``column`` as Python strings (``None`` for nulls, and throughout where it is absent)."""
     if column not in table.column_names:
         return np.full(table.num_rows, None, dtype=object)
     return np.array(table[column].cast(pa.string()).to_pylist(), dtype=object)

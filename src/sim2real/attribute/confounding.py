@@ -70,17 +70,17 @@ def over_represented(real: pa.Table, in_cluster: np.ndarray, failed: np.ndarray
         return []
     deployment = strings(real, "deployment")
     site = strings(real, "site")
+    by_place, by_deployment = strata(deployment, site), strata(deployment)
     candidates: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for column in [c for c in real.column_names if c.startswith("sys.")]:
         values = strings(real, column)
         for value in _common(values[in_cluster], n_cluster):
-            candidates.append(("sys", f"{column}={value}", values == value,
-                               strata(deployment, site)))
+            candidates.append(("sys", f"{column}={value}", values == value, by_place))
     robots = strings(real, "robot_id")
     for robot in _common(robots[in_cluster], n_cluster):
-        candidates.append(("robot", str(robot), robots == robot, strata(deployment, site)))
+        candidates.append(("robot", str(robot), robots == robot, by_place))
     for place in _common(site[in_cluster], n_cluster):
-        candidates.append(("site", str(place), site == place, strata(deployment)))
+        candidates.append(("site", str(place), site == place, by_deployment))
     found = []
     for kind, value, carries, layers in candidates:
         against_ok = tables(layers, carries, in_cluster, ~failed | in_cluster)
