@@ -4,6 +4,7 @@ from sim2real.attribute.actions import propose_actions
 from sim2real.attribute.confounding import Confounder, cluster_confounders, over_represented
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
 from sim2real.attribute.params import (
+    WEAK_PULL,
     ParamEstimate,
     ParamEvidence,
     deviating_families,
@@ -14,6 +15,7 @@ from sim2real.attribute.params import (
 )
 
 __all__ = [
+    "WEAK_PULL",
     "Confounder",
     "ParamEstimate",
     "ParamEvidence",

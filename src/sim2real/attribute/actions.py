@@ -35,7 +35,7 @@ from scipy import stats
 
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
-from sim2real.attribute.params import deviating_families, may_lead, param_family
+from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
 from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
 from sim2real.report.model import Action
 
@@ -52,7 +52,6 @@ _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets t
 _UNSURE = 0.3  # label confidence below which "investigate" is added
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
 _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
-_WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
 
 
 def propose_actions(
@@ -217,7 +216,7 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
     family = "perception" if taxonomy == "perception_drift" else "dynamics"
     mine = [p for p in params
             if param_family(evidence, p.param) == family
-            and abs(p.contrast) >= _WEAK_PULL and np.isfinite(p.pulled)]
+            and abs(p.contrast) >= WEAK_PULL and np.isfinite(p.pulled)]
     if not mine:
         return None
     p = max(mine, key=lambda q: abs(q.contrast))

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from sim2real.drift.compute import Signatures
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit", "deviating_families",
-           "family_explanation", "infer_params", "lead_family", "may_lead", "param_evidence",
-           "param_families", "param_family"]
+__all__ = ["WEAK_PULL", "ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit",
+           "deviating_families", "family_explanation", "infer_params", "lead_family", "may_lead",
+           "param_evidence", "param_families", "param_family"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
+WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
 
 
@@ -287,21 +288,24 @@ def infer_params(
 
 
 def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
-                deviating: Collection[str]) -> str | None:
+                deviating: Collection[str], pull: float = _Z_SHIFT) -> str | None:
     """The family of the first of ``params`` (:func:`infer_params` order) on which the
-    cluster differs significantly from the real successes and whose own family's channels
-    deviate (:func:`may_lead`); ``None`` where none does.
+    cluster differs from the real successes by at least ``pull`` standard errors (by
+    default: significantly) and whose own family's channels deviate (:func:`may_lead`);
+    ``None`` where none does.
 
     Args:
         params: the cluster's estimates.
         evidence: the fitted inference; ``None``: no parameters, no lead.
         deviating: the channel families that deviate in the cluster's signature
             (:func:`deviating_families`).
+        pull: the standard errors a parameter's pull needs (:data:`WEAK_PULL` for a lead
+            that only breaks ties).
     """
     if evidence is None:
         return None
     return next((param_family(evidence, p.param) for p in params
-                 if abs(p.contrast) >= _Z_SHIFT and may_lead(evidence, p.param, deviating)),
+                 if abs(p.contrast) >= pull and may_lead(evidence, p.param, deviating)),
                 None)
 
 

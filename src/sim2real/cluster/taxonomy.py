@@ -56,7 +56,7 @@ def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
     excess: Sequence[Excess] = (), explanation: SimExplanation | None = None,
     sys_values: Sequence[str] | None = None, reference: str = "simulation",
-    lead: str | None = None,
+    lead: str | None = None, tie: str | None = None,
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
@@ -77,15 +77,18 @@ def label_cluster(
             explanation's words.
         lead: the family of the parameter on which the cluster's events differ most
             significantly from the real successes (the attribution's first), if any.
+        tie: the same where the events pull a parameter short of significance (at least
+            one standard error): a weaker word than ``lead``, it only breaks a tie.
 
     The rule: unseen context first (nothing else can be trusted where sim never went); then
     the family whose parameters reproduce the cluster's whole deviation in sim, the other
     families' deviations included (a wheel-friction parameter that moves localisation in
     sim explains that perception deviation); where sim reproduces none,
     infrastructure when its channels deviate (what sim cannot reproduce, the stack may
-    cause), then of perception and dynamics the one deviating several times more, and only
-    between comparable ones the one that deviates first (perception on a tie: a perception
-    error precedes the dynamics it causes). No family beyond sim's own variability:
+    cause), then of perception and dynamics the one deviating several times more, and
+    between comparable ones the family of the parameter the events pull (``tie``), else the
+    one that deviates first (perception on a tie: a perception error precedes the dynamics
+    it causes). No family beyond sim's own variability:
     unexplained (or infrastructure, when the events run under a suspicious ``sys.*`` value).
     """
     medians_all = np.median(sig.family_scores[rows], axis=0)
@@ -101,7 +104,7 @@ def label_cluster(
     else:
         evidence = (float(np.median(sig.sys_evidence[rows])) if sys_values is None
                     else SIGNIFICANT * bool(sys_values))
-        taxonomy = primary_family(scores, np.median(sig.onset[rows], axis=0), evidence)
+        taxonomy = primary_family(scores, np.median(sig.onset[rows], axis=0), evidence, tie)
         system = scores[SCORE_FAMILIES.index("system")]
         if (explanation and system >= SIGNIFICANT
                 and taxonomy in ("perception_drift", "dynamics_mismatch")):
@@ -132,7 +135,8 @@ def label_cluster(
     return ClusterLabel(taxonomy, round(float(confidence), 3), text, channels, medians)
 
 
-def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 0.0) -> str:
+def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 0.0,
+                   tie: str | None = None) -> str:
     """The taxonomy that one set of scores points to (an event's, or a cluster's medians).
 
     Args:
@@ -141,6 +145,8 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
         sys_evidence: over-representation of failures under the event's ``sys.*`` values.
             It marks every failure of a robot whatever the cause, so it decides only where
             no channel family deviates (a stale config whose effect telemetry misses).
+        tie: the family to name where perception and dynamics deviate comparably, before
+            onset decides: what the parameters say outranks which channel shows it first.
     """
     score = dict(zip(SCORE_FAMILIES, family, strict=True))
     first = dict(zip(CHANNEL_FAMILIES, onset, strict=True))
@@ -156,6 +162,8 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
         p, d = deviating["perception"], deviating["dynamics"]
         if max(p, d) >= _DOMINANT * min(p, d):
             return _FAMILY_TAXONOMY["perception" if p > d else "dynamics"]
+        if tie in ("perception", "dynamics"):
+            return _FAMILY_TAXONOMY[tie]
         winner = "perception" if first["perception"] <= first["dynamics"] else "dynamics"
         return _FAMILY_TAXONOMY[winner]
     physical = {f: v for f, v in deviating.items() if f != "system"}

@@ -12,6 +12,7 @@ from sklearn.decomposition import PCA
 
 from sim2real._version import __version__
 from sim2real.attribute import (
+    WEAK_PULL,
     ParamEstimate,
     cluster_confounders,
     deviating_families,
@@ -107,7 +108,8 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
         params = infer_params(diagnosis, rows, evidence)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
                               explanation, [f.value for f in confounders if f.kind == "sys"],
-                              reference, lead_family(params, evidence, deviating))
+                              reference, lead_family(params, evidence, deviating),
+                              lead_family(params, evidence, deviating, WEAK_PULL))
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
