@@ -92,7 +92,7 @@ class ParamEvidence:
         whitened: ``(n_events, n_features)`` per-failure deviations from their neighbours.
         success_mean: ``(n_params,)`` median estimate over sampled real successes.
         success_se: ``(n_params,)`` its standard error.
-        success_whitened: ``(n_features,)`` mean deviation of the successes.
+        success_whitened: ``(n_features,)`` median deviation of the successes.
         feature_families: ``(n_features,)`` the family of each feature's channel.
         param_families: each parameter's family: declared in ``params.csv``, else the
             family of the channels it moves most in sim (:func:`param_families`).
@@ -142,7 +142,9 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
                       space.nominal)
     s_se = (1.2533 * np.nanstd(s_est, axis=0) / np.sqrt(n_s) if len(s_est) > 1
             else np.full(len(space.names), np.inf))
-    s_dev = s_white.mean(axis=0) if len(s_white) else np.zeros(whitened.shape[1])
+    # The median, like the estimate: successes at a site where a cause acts (a dim cell)
+    # must not make every other cluster look brighter than the successes.
+    s_dev = np.median(s_white, axis=0) if len(s_white) else np.zeros(whitened.shape[1])
     declared = [diagnosis.dataset.params[n].family for n in space.names]
     bank = inference.bank_
     families = np.array(bank.families or ("dynamics",) * len(bank.grid.channels), dtype=object)
