@@ -9,17 +9,19 @@ from sim2real.drift.compute import Signatures
 from sim2real.drift.evidence import Novelty
 
 
-def _signatures(perception: float, dynamics: float, n: int = 12) -> Signatures:
-    """``n`` events deviating ``perception`` and ``dynamics`` times sim's variability."""
+def _signatures(perception: float, dynamics: float, n: int = 12,
+                system: float = 0.0) -> Signatures:
+    """``n`` events deviating ``perception`` and ``dynamics`` (and on their system channels
+    ``system``) times sim's variability."""
     scores = np.zeros((n, 5))
-    scores[:, 0], scores[:, 1] = perception, dynamics
+    scores[:, 0], scores[:, 1], scores[:, 3] = perception, dynamics, system
     return Signatures(
         episode_ids=tuple(f"e{i}" for i in range(n)), channels=("pose_err", "wheel_slip"),
         channel_families=("perception", "dynamics"), z=np.zeros((n, 4, 2)),
         effects=np.tile([perception, dynamics], (n, 1)), family_scores=scores,
         onset=np.zeros((n, 4)), novelty=Novelty({}, [[] for _ in range(n)]),
         sys_values=[[] for _ in range(n)], sys_evidence=np.zeros(n),
-        system_channels=np.zeros(n), drift_score=np.full(n, perception),
+        system_channels=np.full(n, system), drift_score=np.full(n, perception),
         nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)))
 
 
@@ -38,3 +40,28 @@ def test_the_parameter_the_events_point_to_names_the_family() -> None:
     # A system lead does not outrank channels: sim cannot reproduce what the stack does.
     assert label_cluster(slips, rows, places, places,
                          lead="system").taxonomy == "perception_drift"
+
+
+def test_a_weak_pull_breaks_a_tie_before_onset_does() -> None:
+    rows, places = np.arange(12), np.full(12, None, dtype=object)
+    # Slipping wheels: localisation 8x, the slips 10x, both from the first segment on.
+    slips = _signatures(8.0, 10.0)
+    assert label_cluster(slips, rows, places, places).taxonomy == "perception_drift"
+    assert label_cluster(slips, rows, places, places,
+                         tie="dynamics").taxonomy == "dynamics_mismatch"
+    # It breaks ties only: a family deviating several times more keeps its name.
+    assert label_cluster(_signatures(16.0, 3.3), rows, places, places,
+                         tie="dynamics").taxonomy == "perception_drift"
+
+
+def test_system_channels_outrank_a_physical_explanation() -> None:
+    rows, places = np.arange(12), np.full(12, None, dtype=object)
+    # Late frames look like dim light, and the light parameter reproduces half of it; the
+    # latency channel, which no sim parameter moves, deviates more.
+    late = _signatures(7.5, 1.0, system=9.5)
+    light = {"perception": (0.5, ("light",)), "dynamics": (0.0, ())}
+    assert label_cluster(late, rows, places, places,
+                         explanation=light).taxonomy == "deployment_system_noise"
+    dim = _signatures(7.5, 1.0, system=1.0)
+    assert label_cluster(dim, rows, places, places,
+                         explanation=light).taxonomy == "perception_drift"

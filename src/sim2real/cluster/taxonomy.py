@@ -25,6 +25,9 @@ _FAMILY_TAXONOMY = {
 # its cause, when no other family's parameters come within _MARGIN of it.
 _EXPLAINS = 0.4
 _MARGIN = 0.15
+# System channels deviating at least this share of the strongest family's score name the
+# infrastructure: no sim parameter moves them, and late or lost data disturb the rest.
+_SYSTEM_SHARE = 0.5
 # Where sim cannot say, a family deviating this many times more than the other is the cause:
 # a cause shows most on its own channels, its consequences on others' less.
 _DOMINANT = 3.0
@@ -83,7 +86,8 @@ def label_cluster(
     The rule: unseen context first (nothing else can be trusted where sim never went); then
     the family whose parameters reproduce the cluster's whole deviation in sim, the other
     families' deviations included (a wheel-friction parameter that moves localisation in
-    sim explains that perception deviation); where sim reproduces none,
+    sim explains that perception deviation), unless the system channels, which no sim
+    parameter moves, deviate as much; where sim reproduces none,
     infrastructure when its channels deviate (what sim cannot reproduce, the stack may
     cause), then of perception and dynamics the one deviating several times more, and
     between comparable ones the family of the parameter the events pull (``tie``), else the
@@ -156,7 +160,7 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
                  if score[f] >= SIGNIFICANT}
     if not deviating:
         return _FAMILY_TAXONOMY["system"] if sys_evidence >= SIGNIFICANT else "unexplained"
-    if "system" in deviating and deviating["system"] >= 0.5 * max(deviating.values()):
+    if "system" in deviating and deviating["system"] >= _SYSTEM_SHARE * max(deviating.values()):
         return _FAMILY_TAXONOMY["system"]
     if "perception" in deviating and "dynamics" in deviating:
         p, d = deviating["perception"], deviating["dynamics"]
@@ -173,11 +177,18 @@ def primary_family(family: np.ndarray, onset: np.ndarray, sys_evidence: float = 
 def _explaining(explanation: SimExplanation | None,
                 scores: np.ndarray) -> tuple[str, float, tuple[str, ...]] | None:
     """The family whose parameters reproduce the cluster's deviation, its share and
-    parameters; ``None`` when none does clearly or nothing deviates (or context is new)."""
+    parameters; ``None`` when none does clearly or nothing deviates (or context is new).
+
+    Where the system channels deviate as much as the rest (:data:`_SYSTEM_SHARE`), a
+    physical family's share is no explanation: its parameters cannot move channels sim
+    does not have, while the infrastructure's fault (late frames) can mimic theirs."""
     if not explanation:
         return None
     score = dict(zip(SCORE_FAMILIES, scores, strict=True))
     if score["task_scope"] >= SIGNIFICANT or max(scores[:3]) < SIGNIFICANT:
+        return None
+    physical = max(score["perception"], score["dynamics"])
+    if score["system"] >= max(SIGNIFICANT, _SYSTEM_SHARE * physical):
         return None
     ranked = sorted(((share, family, params) for family, (share, params)
                      in explanation.items() if family in _FAMILY_TAXONOMY), reverse=True)
