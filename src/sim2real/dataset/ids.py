@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -21,34 +22,45 @@ class EpisodeIndex:
     def __init__(self, episode_ids: Sequence[str]) -> None:
         self.ids = pa.array(list(episode_ids), pa.string())
 
+    @cached_property
+    def _first(self) -> dict[str, int]:
+        """ID -> its first position: built once, where Arrow's ``index_in`` would hash the
+        whole ID set again on every call (50 ms per row group against the 400,000 episodes
+        of a large fleet, 51 of the 58 s that loading one took)."""
+        first: dict[str, int] = {}
+        for i, e in enumerate(self.ids.to_pylist()):
+            if e is not None:  # a null ID is no episode: nulls look up as -1
+                first.setdefault(e, i)
+        return first
+
     def __len__(self) -> int:
         return len(self.ids)
 
     def rows(self, ids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """``(len(ids),)`` int64: each ID's position, -1 for other episodes and nulls.
 
-        Dictionary-encoded IDs (how the readers load ``episode_id``: a row group holds a few
-        hundred episodes) are looked up once per dictionary entry, not once per sample.
+        IDs are looked up once per distinct value, not once per sample: dictionary-encoded
+        columns (how the readers load ``episode_id``: a row group holds a few hundred
+        episodes) through their dictionary, other columns once encoded so in Arrow.
         """
         chunks = ids.chunks if isinstance(ids, pa.ChunkedArray) else [ids]
         parts = []
         for chunk in chunks:
-            if pa.types.is_dictionary(chunk.type):
-                # The last entry stands for null.
-                lookup = np.append(self._positions(chunk.dictionary), -1)
-                indices = pc.fill_null(chunk.indices, len(chunk.dictionary))
-                parts.append(lookup[indices.to_numpy(zero_copy_only=False)])
-            else:
-                parts.append(self._positions(chunk))
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = pc.dictionary_encode(chunk)
+            # The last entry stands for null.
+            lookup = np.append(self._positions(chunk.dictionary), -1)
+            indices = pc.fill_null(chunk.indices, len(chunk.dictionary))
+            parts.append(lookup[indices.to_numpy(zero_copy_only=False)])
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
     def _positions(self, values: pa.Array) -> np.ndarray:
-        """Each value's first position in the IDs, -1 where absent or null (hashed in
-        Arrow: a row group's dictionary may hold every episode of the fleet)."""
+        """Each value's first position in the IDs, -1 where absent or null."""
         if not pa.types.is_string(values.type):
             values = values.cast(pa.string())
-        found = pc.index_in(values, value_set=self.ids)
-        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        first = self._first
+        return np.fromiter((first.get(v, -1) for v in values.to_pylist()), np.int64,
+                           len(values))
 
 
 def one_run_each(codes: np.ndarray) -> bool:
