@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
+from sklearn.neighbors import NearestNeighbors
 
 from sim2real._progress import Stages
 from sim2real._scratch import scratch_folder
@@ -73,8 +74,6 @@ _POWER = 0.8
 _EFFECT = 0.5  # the change the power calculation asks about: a halving of the rate
 _MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
 _MIN_REACH = 1.0  # feature vectors are capped at norm 1.5: closer than this is the same
-_BLOCK = 512
-_BLOCK_BYTES = 64 * 2**20
 
 
 def validate(
@@ -246,7 +245,10 @@ class _Assigner:
     """Nearest-member assignment to labelled failures ``(n, n_features)``: an event joins
     the cluster of its nearest labelled member when it lies within that cluster's reach (the
     95th percentile of its members' distances to their nearest fellow member, at least
-    :data:`_MIN_REACH`)."""
+    :data:`_MIN_REACH`).
+
+    Nearest members come from a KD-tree: the brute-force distances of a large fleet's
+    40,000 failures against each other took 280 of the 670 s ``validate`` ran on it."""
 
     def __init__(self, values: np.ndarray, labels: np.ndarray) -> None:
         keep = np.array([v is not None for v in labels], dtype=bool)
@@ -259,44 +261,37 @@ class _Assigner:
             if len(mine) < 2:
                 self.reach[label] = _MIN_REACH
                 continue
-            nearest = np.empty(len(mine))
-            step = _rows_per_block(len(mine), mine.shape[1])
-            for start in range(0, len(mine), step):
-                dist = np.linalg.norm(mine[start : start + step, None, :] - mine[None, :, :],
-                                      axis=2)
-                index = np.arange(dist.shape[0])
-                dist[index, start + index] = np.inf  # not its own nearest fellow
-                nearest[start : start + step] = dist.min(axis=1)
-            self.reach[label] = max(float(np.quantile(nearest, 0.95)), _MIN_REACH)
+            # Its second neighbour: the first is the member itself (or its duplicate, as near).
+            dist, _ = _tree(mine).kneighbors(mine, n_neighbors=2)
+            self.reach[label] = max(float(np.quantile(dist[:, 1], 0.95)), _MIN_REACH)
+        self._reach = np.array([self.reach[lab] for lab in self.labels.tolist()])
 
     def assign(self, values: np.ndarray, own: bool = False) -> np.ndarray:
         """``(n,)`` cluster ID or ``None`` of each event; ``own``: ``values`` are the
         labelled failures themselves (row for row), each judged without itself."""
         out = np.full(len(values), None, dtype=object)
-        if len(self.values) == 0:
+        if len(self.values) == 0 or len(values) == 0:
             return out
-        step = min(_BLOCK, _rows_per_block(len(self.values), self.values.shape[1]))
-        for start in range(0, len(values), step):
-            block = values[start : start + step]
-            dist = np.linalg.norm(block[:, None, :] - self.values[None, :, :], axis=2)
-            if own:
-                index = np.arange(start, start + len(block))
-                dist[index[:, None] == self.rows[None, :]] = np.inf
-            nearest = dist.argmin(axis=1)
-            found = dist[np.arange(len(block)), nearest]
-            labels = self.labels[nearest]
-            fits = np.array([d <= self.reach[lab] for d, lab in zip(found, labels, strict=True)],
-                            dtype=bool)
-            out[start : start + len(block)] = np.where(fits, labels, None)
+        k = min(2 if own else 1, len(self.values))
+        dist, index = _tree(self.values).kneighbors(values, n_neighbors=k)
+        pick = np.zeros(len(values), dtype=int)
+        found = np.ones(len(values), dtype=bool)
+        if own:
+            itself = self.rows[index[:, 0]] == np.arange(len(values))
+            pick = itself.astype(int)  # then the next nearest, where there is one
+            found = ~itself | (k > 1)
+            pick = np.minimum(pick, k - 1)
+        rows = np.arange(len(values))
+        nearest, distance = index[rows, pick], dist[rows, pick]
+        fits = found & (distance <= self._reach[nearest])
+        out[fits] = self.labels[nearest[fits]]
         return out
 
 
-def _rows_per_block(n_members: int, n_features: int) -> int:
-    """Rows whose differences to ``n_members`` points fit :data:`_BLOCK_BYTES` (the
-    ``(rows, members, features)`` array ``np.linalg.norm`` reduces): a cluster of the
-    large fleet's 10,000s of failures at once would take 10s of GiB. Each distance is
-    the same whatever the block."""
-    return max(1, _BLOCK_BYTES // max(1, 8 * n_members * n_features))
+def _tree(points: np.ndarray) -> NearestNeighbors:
+    """An exact nearest-neighbour index over ``points`` (KD-tree: distances computed
+    directly, not through the dot products a brute-force search rounds through)."""
+    return NearestNeighbors(algorithm="kd_tree").fit(points)
 
 
 def _none(labels: np.ndarray) -> np.ndarray:
