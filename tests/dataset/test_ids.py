@@ -20,9 +20,11 @@ def test_rows_are_first_positions_whatever_the_encoding() -> None:
     assert index.rows(pa.array([], pa.string())).dtype == np.int64
 
 
-def test_many_values_against_few_ids_give_the_same_positions() -> None:
-    # Past a few values per ID the lookup goes through Arrow's hashing instead of the dict.
-    index = EpisodeIndex(["a", "b"])
-    column = pa.array(["b", "x", None, "a"] * 10)
-    assert index.rows(pa.array(column.to_pylist()[:1])).tolist() == [1]
-    assert index.rows(column).tolist() == [1, -1, -1, 0] * 10
+def test_both_lookups_give_the_same_positions() -> None:
+    # A few values against many IDs go through a dict, many values through Arrow's hashing.
+    ids = [f"e{i}" for i in range(100)] + ["e5"]
+    index = EpisodeIndex(ids)
+    few = pa.array(["e7", None, "zz", "e5"])
+    assert index.rows(few).tolist() == [7, -1, -1, 5]
+    many = pa.array([*few.to_pylist(), *ids] * 3)
+    assert index.rows(many).tolist() == [7, -1, -1, 5, *range(100), 5] * 3
