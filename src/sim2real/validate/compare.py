@@ -265,15 +265,16 @@ class _Assigner:
             dist, _ = _tree(mine).kneighbors(mine, n_neighbors=2)
             self.reach[label] = max(float(np.quantile(dist[:, 1], 0.95)), _MIN_REACH)
         self._reach = np.array([self.reach[lab] for lab in self.labels.tolist()])
+        self._index = _tree(self.values) if len(self.values) else None
 
     def assign(self, values: np.ndarray, own: bool = False) -> np.ndarray:
         """``(n,)`` cluster ID or ``None`` of each event; ``own``: ``values`` are the
         labelled failures themselves (row for row), each judged without itself."""
         out = np.full(len(values), None, dtype=object)
-        if len(self.values) == 0 or len(values) == 0:
+        if self._index is None or len(values) == 0:
             return out
         k = min(2 if own else 1, len(self.values))
-        dist, index = _tree(self.values).kneighbors(values, n_neighbors=k)
+        dist, index = self._index.kneighbors(values, n_neighbors=k)
         pick = np.zeros(len(values), dtype=int)
         found = np.ones(len(values), dtype=bool)
         if own:
