@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 from scipy import stats
 
-__all__ = ["StratifiedTest", "mantel_haenszel", "strata", "strings", "tables"]
+__all__ = ["StratifiedTest", "mantel_haenszel", "strata", "tables"]
 
 
 @dataclass(frozen=True)
@@ -82,9 +81,3 @@ def strata(*columns: np.ndarray) -> np.ndarray:
                     dtype=object)
     return np.unique(keys, return_inverse=True)[1].reshape(-1)
 
-
-def strings(table: pa.Table, column: str) -> np.ndarray:
-    """``column`` as Python strings (``None`` for nulls, and throughout where it is absent)."""
-    if column not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[column].cast(pa.string()).to_pylist(), dtype=object)

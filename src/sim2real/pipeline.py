@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sim2real._columns import column_values
 from sim2real._progress import Stages
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
 from sim2real.cluster.location import Fleet, fleet_of
@@ -332,8 +333,8 @@ def fit_yardstick(
     # (dataset.reference_channels)
     # Narrowed in place: a copy of the sim channels beside the full grid would double the
     # peak memory of the largest array of the analysis.
-    bank = RolloutBank(sim_full.narrow(sim_channels), _strings(sim, "task"),
-                       _strings(sim, "outcome") == "failure", _floats(sim, "failure_time"),
+    bank = RolloutBank(sim_full.narrow(sim_channels), column_values(sim, "task"),
+                       column_values(sim, "outcome") == "failure", _floats(sim, "failure_time"),
                        context_table(sim), tuple(ds.channels[c].family for c in sim_channels))
     del sim_full
     matcher = RolloutMatcher(config.n_neighbors, config.n_points).fit(bank)
@@ -342,7 +343,7 @@ def fit_yardstick(
         kept = _sample_per_task(successes, config.reference_successes, rng)
         ids = kept["episode_id"].to_pylist()
         reference = Reference(_grid(ds, ids, ref_channels, base, "real", executor, scratch),
-                              _strings(kept, "task"))
+                              column_values(kept, "task"))
     ordered = sim_channels + ref_channels
     families = tuple(ds.channels[c].family for c in ordered)
     with stages.stage("calibrate on sim vs sim", 1):
@@ -374,12 +375,12 @@ def reference_warnings(ds: Dataset, bank: pa.Table, failures: pa.Table,
                    f"failures' episodes (longest {max(lengths):.3g} s): every comparison "
                    "covers whole episodes; a --window on the episodes' time scale compares "
                    "the moments before the failure")
-    tasks, counts = np.unique(_strings(bank, "task"), return_counts=True)
+    tasks, counts = np.unique(column_values(bank, "task"), return_counts=True)
     for task, count in zip(tasks.tolist(), counts.tolist(), strict=True):
         if count < FEW_REFERENCE:
             out.append(f"task {task!r}: only {count} {what} to compare with (fewer than "
                        f"{FEW_REFERENCE}): matches and their calibration are rough")
-    if not (_strings(bank, "outcome") == "failure").any():
+    if not (column_values(bank, "outcome") == "failure").any():
         out.append(f"no {what} fail: the reference predicts no failures, so no place is "
                    "reported as failing more often than it predicts")
     return out
@@ -404,7 +405,7 @@ def score_failures(
     grid = _grid(ds, read, channels, yardstick.time, "real", executor, yardstick.scratch)
     ends = _floats(failures, "failure_time")
     ends = np.where(np.isfinite(ends), ends, grid.durations[: len(ids)])
-    queries = QuerySet(grid, np.arange(len(ids)), _strings(failures, "task"), ends,
+    queries = QuerySet(grid, np.arange(len(ids)), column_values(failures, "task"), ends,
                        config.window_s, context_table(failures))
     n_sim = yardstick.sim_channels
     with stages.stage("match failures to sim", len(ids)):
@@ -474,7 +475,7 @@ def _tasks_apart(failures: pa.Table, sim: pa.Table, successes: pa.Table,
     """Warnings for real failures of a task that sim never ran (no nearest sim: only their
     context speaks) or, where some channels are compared with real successes, of a task
     that has none (those channels say nothing about them)."""
-    tasks = _strings(failures, "task")
+    tasks = column_values(failures, "task")
     cases = [(sim, "a task sim never ran", "no nearest sim rollouts, only their context is "
                                            "compared")]
     if ref_channels:
@@ -493,10 +494,6 @@ def _tasks_apart(failures: pa.Table, sim: pa.Table, successes: pa.Table,
     return out
 
 
-def _strings(table: pa.Table, column: str) -> np.ndarray:
-    if column not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[column].to_pylist(), dtype=object)
 
 
 def _distinct_strings(table: pa.Table, column: str) -> set[object]:
@@ -515,7 +512,7 @@ def _floats(table: pa.Table, column: str) -> np.ndarray:
 
 def _sample_per_task(table: pa.Table, n: int, rng: np.random.Generator) -> pa.Table:
     """At most ``n`` rows per task, chosen at random, in their original order."""
-    tasks = _strings(table, "task")
+    tasks = column_values(table, "task")
     keep: list[int] = []
     for task in sorted(set(tasks)):
         rows = np.flatnonzero(tasks == task)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sim2real.cluster.taxonomy import label_cluster
@@ -25,43 +27,40 @@ def _signatures(perception: float, dynamics: float, n: int = 12,
         nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)))
 
 
+def _taxonomy(sig: Signatures, **hints: Any) -> str:
+    """The taxonomy of all of ``sig``'s events as one cluster, placed nowhere."""
+    rows = np.arange(len(sig.episode_ids))
+    places = np.full(len(rows), None, dtype=object)
+    return label_cluster(sig, rows, places, places, **hints).taxonomy
+
+
 def test_the_parameter_the_events_point_to_names_the_family() -> None:
-    rows, places = np.arange(12), np.full(12, None, dtype=object)
     # Worn wheels: localisation deviates 16x, the slips themselves 3.3x.
     slips = _signatures(16.0, 3.3)
-    assert label_cluster(slips, rows, places, places).taxonomy == "perception_drift"
-    assert label_cluster(slips, rows, places, places,
-                         lead="dynamics").taxonomy == "dynamics_mismatch"
+    assert _taxonomy(slips) == "perception_drift"
+    assert _taxonomy(slips, lead="dynamics") == "dynamics_mismatch"
     # A camera offset whose failures look like sim's own, only more often.
     offset = _signatures(1.4, 0.3)
-    assert label_cluster(offset, rows, places, places).taxonomy == "unexplained"
-    assert label_cluster(offset, rows, places, places,
-                         lead="perception").taxonomy == "perception_drift"
+    assert _taxonomy(offset) == "unexplained"
+    assert _taxonomy(offset, lead="perception") == "perception_drift"
     # A system lead does not outrank channels: sim cannot reproduce what the stack does.
-    assert label_cluster(slips, rows, places, places,
-                         lead="system").taxonomy == "perception_drift"
+    assert _taxonomy(slips, lead="system") == "perception_drift"
 
 
 def test_a_weak_pull_breaks_a_tie_before_onset_does() -> None:
-    rows, places = np.arange(12), np.full(12, None, dtype=object)
     # Slipping wheels: localisation 8x, the slips 10x, both from the first segment on.
     slips = _signatures(8.0, 10.0)
-    assert label_cluster(slips, rows, places, places).taxonomy == "perception_drift"
-    assert label_cluster(slips, rows, places, places,
-                         tie="dynamics").taxonomy == "dynamics_mismatch"
+    assert _taxonomy(slips) == "perception_drift"
+    assert _taxonomy(slips, tie="dynamics") == "dynamics_mismatch"
     # It breaks ties only: a family deviating several times more keeps its name.
-    assert label_cluster(_signatures(16.0, 3.3), rows, places, places,
-                         tie="dynamics").taxonomy == "perception_drift"
+    assert _taxonomy(_signatures(16.0, 3.3), tie="dynamics") == "perception_drift"
 
 
 def test_system_channels_outrank_a_physical_explanation() -> None:
-    rows, places = np.arange(12), np.full(12, None, dtype=object)
     # Late frames look like dim light, and the light parameter reproduces half of it; the
     # latency channel, which no sim parameter moves, deviates more.
     late = _signatures(7.5, 1.0, system=9.5)
     light = {"perception": (0.5, ("light",)), "dynamics": (0.0, ())}
-    assert label_cluster(late, rows, places, places,
-                         explanation=light).taxonomy == "deployment_system_noise"
+    assert _taxonomy(late, explanation=light) == "deployment_system_noise"
     dim = _signatures(7.5, 1.0, system=1.0)
-    assert label_cluster(dim, rows, places, places,
-                         explanation=light).taxonomy == "perception_drift"
+    assert _taxonomy(dim, explanation=light) == "perception_drift"

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
+from sim2real._columns import column_values
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
@@ -120,7 +121,7 @@ def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     sig = diagnosis.signatures
     deviating = sig.system_channels[rows] >= SIGNIFICANT
     covered = carried | deviating if system else carried
-    deployments = sorted(set(_column(diagnosis.events, "deployment")[rows][covered]),
+    deployments = sorted(set(column_values(diagnosis.events, "deployment")[rows][covered]),
                          key=list(diagnosis.dataset.deployments).index)
     parts = [f.value if f.kind == "sys" else f"robot {f.value}" for f in confirmed]
     target = ", ".join(parts) if parts else "deployment infrastructure"
@@ -384,7 +385,3 @@ def _span(deployments: list[str]) -> str:
     return deployments[0] if len(deployments) == 1 else f"{deployments[0]}..{deployments[-1]}"
 
 
-def _column(table: pa.Table, name: str) -> np.ndarray:
-    if name not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[name].to_pylist(), dtype=object)

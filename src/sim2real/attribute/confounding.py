@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim2real._stratified import StratifiedTest, mantel_haenszel, strata, strings, tables
+from sim2real._columns import strings
+from sim2real._stratified import StratifiedTest, mantel_haenszel, strata, tables
 
 if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis

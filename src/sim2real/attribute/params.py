@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import optimize
 
+from sim2real._columns import column_values
 from sim2real.attribute.inference import ParameterInference, ParamSpace, Windows
 from sim2real.dataset.schema import infer_param_family
 from sim2real.drift.signature import SCORE_FAMILIES, SIGNIFICANT
@@ -128,7 +129,7 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
                                    seed=cfg.seed).fit(diagnosis.matcher.bank_, space)
     events = diagnosis.events
     windows = Windows(diagnosis.real_grid, np.arange(events.num_rows), diagnosis.ends,
-                      _strings(events, "task"), context_table(events))
+                      column_values(events, "task"), context_table(events))
     whitened, base = inference.deviations(windows)
     estimates = base + inference.correct(whitened) * space.spread
     s_white, s_est = _successes(diagnosis, inference)
@@ -454,13 +455,9 @@ def _successes(
     rows = diagnosis.events.num_rows + np.arange(real.num_rows)
     rng = np.random.default_rng(diagnosis.config.seed)
     ends = diagnosis.real_grid.durations[rows] * rng.uniform(0.3, 1.0, size=rows.size)
-    windows = Windows(diagnosis.real_grid, rows, ends, _strings(real, "task"),
+    windows = Windows(diagnosis.real_grid, rows, ends, column_values(real, "task"),
                       context_table(real))
     whitened, base = inference.deviations(windows)
     return whitened, base + inference.correct(whitened) * inference.space_.spread
 
 
-def _strings(table: pa.Table, column: str) -> np.ndarray:
-    if column not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[column].to_pylist(), dtype=object)

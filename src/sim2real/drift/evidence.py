@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import stats
 
-from sim2real._stratified import mantel_haenszel, strata, strings, tables
+from sim2real._columns import strings
+from sim2real._stratified import mantel_haenszel, strata, tables
 from sim2real.match.context import ContextTable
 
 __all__ = ["NOVEL_CATEGORY", "Novelty", "SysFinding", "context_novelty", "sys_findings"]

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sklearn.decomposition import PCA
 
+from sim2real._columns import column_values
 from sim2real._version import __version__
 from sim2real.attribute import (
     WEAK_PULL,
@@ -90,8 +91,8 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     """Label, trend and attribute every cluster, most urgent first."""
     deployments, episodes = exposure(diagnosis)
     event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
-    robots = _column(diagnosis.events, "robot_id")
-    sites = _column(diagnosis.events, "site")
+    robots = column_values(diagnosis.events, "robot_id")
+    sites = column_values(diagnosis.events, "site")
     evidence = param_evidence(diagnosis)  # the parameter inference, fitted once
     # "More failures than sim predicts at <place>" says something only where places differ
     # (more than one cell) and the reference fails at all (else it predicts none anywhere).
@@ -353,7 +354,3 @@ def _append(records: dict[str, list[object]], event_id: str, episode_id: str, ro
         records["value"] += column[keep].astype(float).tolist()
 
 
-def _column(table: pa.Table, name: str) -> np.ndarray:
-    if name not in table.column_names:
-        return np.full(table.num_rows, None, dtype=object)
-    return np.array(table[name].to_pylist(), dtype=object)
