@@ -70,7 +70,7 @@ _MIN_REACH = MAX_NORM / 1.5
 def signature_features(
     sig: Signatures,
     like: FeatureSpace | None = None,
-    deadband: float = 3.0,
+    tail: float = 0.05,
     max_norm: float = MAX_NORM,
 ) -> FeatureSpace:
     """Place every event in the clustering space.
@@ -78,9 +78,13 @@ def signature_features(
     Pass ``like`` (the space of the events a clusterer was fitted on) to place new events
     in that same space, whose one-hot columns are that space's vocabulary.
 
-    Channel effects (sigma units) lose a dead band of ``deadband`` (what sim-vs-sim
-    comparisons show routinely) and are log-compressed, so a cause whose size grows over
-    deployments stays one elongated cluster and sim-like failures collapse near the origin.
+    Channel effects (sigma units) lose a dead band, what the comparisons where no gap
+    exists show routinely: per channel, the size that only ``tail`` of them exceed (a
+    channel whose no-gap effects are heavy-tailed, contact forces that spike, gets a wider
+    band than one that is Gaussian, so a faint but steady offset on a quiet channel is not
+    erased while routine spikes are). Past the band they are log-compressed, so a cause
+    whose size grows over deployments stays one elongated cluster and sim-like failures
+    collapse near the origin.
     Then come one column per context column's novelty, one per unseen context value and one
     per suspicious ``sys.*`` value.
 
@@ -92,7 +96,9 @@ def signature_features(
     """
     n = len(sig.episode_ids)
     families = np.array(sig.channel_families)
-    shrunk = np.sign(sig.effects) * np.log1p(np.maximum(np.abs(sig.effects) - deadband, 0.0))
+    null = like.null if like is not None else np.nan_to_num(sig.null_effects)
+    band = _dead_band(null, len(sig.channels), tail)
+    shrunk = np.sign(sig.effects) * np.log1p(np.maximum(np.abs(sig.effects) - band, 0.0))
     novelty = np.column_stack([np.log1p(v) for v in sig.novelty.scores.values()]) \
         if sig.novelty.scores else np.zeros((n, 0))
     vocabulary = like.vocabulary if like is not None else (
@@ -119,8 +125,21 @@ def signature_features(
         rows = groups == group
         if rows.any() and cols.size:
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
-    return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects),
-                        np.nan_to_num(sig.null_effects))
+    return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null)
+
+
+# A channel's dead band where no no-gap comparison was made: wider than a Gaussian
+# channel's (its strongest of four segments passes ~2.5 sigma in 5 % of comparisons), so
+# that without a null nothing routine passes.
+_DEFAULT_BAND = 3.0
+
+
+def _dead_band(null: np.ndarray, n_channels: int, tail: float) -> np.ndarray:
+    """``(n_channels,)`` the channel effect that only ``tail`` of the no-gap comparisons
+    ``null`` ``(n_null, n_channels)`` exceed in size."""
+    if len(null) == 0:
+        return np.full(n_channels, _DEFAULT_BAND)
+    return np.quantile(np.abs(null), 1.0 - tail, axis=0)
 
 
 def _cap(block: np.ndarray, max_norm: float) -> np.ndarray:
