@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim2real.cluster.density import FailureClusterer, FeatureSpace
+from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
+from sim2real.drift.compute import Signatures
+from sim2real.drift.evidence import Novelty
 
 _CHANNELS = 6
 
@@ -39,3 +41,29 @@ def test_predict_attaches_new_events_by_the_same_rule() -> None:
     space, _ = _space(np.random.default_rng(1))
     clusterer = FailureClusterer(min_cluster_size=10).fit(space)
     np.testing.assert_array_equal(clusterer.predict(space), clusterer.labels_)
+
+
+def _signatures(effects: np.ndarray, null: np.ndarray) -> Signatures:
+    """Events with channel ``effects`` ``(n, 2)`` on a quiet and a spiky dynamics channel,
+    no family deviating, and the no-gap comparisons' effects ``null``."""
+    n = len(effects)
+    return Signatures(
+        episode_ids=tuple(f"e{i}" for i in range(n)), channels=("joint_pos", "contact_force"),
+        channel_families=("dynamics", "dynamics"), z=np.zeros((n, 4, 2)), effects=effects,
+        family_scores=np.zeros((n, 5)), onset=np.full((n, 4), 4),
+        novelty=Novelty({}, [[] for _ in range(n)]), sys_values=[[] for _ in range(n)],
+        sys_evidence=np.zeros(n), system_channels=np.zeros(n), drift_score=np.ones(n),
+        nearest=[[] for _ in range(n)], null_effects=null)
+
+
+def test_each_channel_loses_what_its_own_no_gap_comparisons_show() -> None:
+    rng = np.random.default_rng(0)
+    # The quiet channel's no-gap effects pass 2 sigma in 5 % of comparisons, the contact
+    # force's (heavy-tailed: it spikes) pass ~4.
+    null = np.column_stack([rng.normal(0.0, 1.0, 2000), rng.standard_t(2, 2000)])
+    offset = signature_features(_signatures(np.array([[3.5, 0.0], [0.0, 3.5]]), null))
+    assert offset.values[0, 0] > 0.5  # a steady 3.5 sigma offset of a quiet channel counts
+    assert offset.values[1, 1] == 0.0  # a routine spike does not
+    # Events placed later lose the bands of the space they are placed in, not their own.
+    later = signature_features(_signatures(np.array([[3.5, 0.0]]), null[:5]), like=offset)
+    np.testing.assert_array_equal(later.values[0], offset.values[0])
