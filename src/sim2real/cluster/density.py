@@ -79,10 +79,10 @@ def signature_features(
     in that same space, whose one-hot columns are that space's vocabulary.
 
     Channel effects (sigma units) lose a dead band, what the comparisons where no gap
-    exists show routinely: per channel, the size that only ``tail`` of them exceed (a
-    channel whose no-gap effects are heavy-tailed, contact forces that spike, gets a wider
-    band than one that is Gaussian, so a faint but steady offset on a quiet channel is not
-    erased while routine spikes are). Past the band they are log-compressed, so a cause
+    exists show routinely: per channel, the size that only ``tail`` of them exceed. A
+    contact force that spikes under no gap gets a wider band than a quiet estimate, so
+    its routine spikes no longer scatter sim-like failures over the space (where they hid
+    a cause that shows on quiet channels). Past the band they are log-compressed, so a cause
     whose size grows over deployments stays one elongated cluster and sim-like failures
     collapse near the origin.
     Then come one column per context column's novelty, one per unseen context value and one
