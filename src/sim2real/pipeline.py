@@ -214,7 +214,7 @@ def diagnose(
                                      also=successes["episode_id"].to_pylist())
     fleet = fleet_of(failures, real, sim_episodes(ds))
     with stages.stage("cluster signatures", 1):
-        features = signature_features(sig)
+        features = signature_features(sig, symptoms=fleet.symptom)
         clusterer = FailureClusterer(config.min_cluster_size).fit(features, fleet)
     analysed = tuple(d for d in ds.deployments if deployments is None or d in deployments)
     return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,

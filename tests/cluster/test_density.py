@@ -25,7 +25,7 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, np.ndarray]:
     values = np.where(np.abs(effects) > 3.0, effects, 0.0)  # the dead band of the features
     null = rng.normal(0.0, 1.0, (300, _CHANNELS))
     truth = np.array(["strong"] * 40 + ["faint"] * 10 + ["sim_like"] * 10)
-    return FeatureSpace(values, groups, columns, ((), ()), effects, null), truth
+    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null), truth
 
 
 def test_faint_events_join_the_cluster_they_deviate_along() -> None:
@@ -67,3 +67,19 @@ def test_each_channel_loses_what_its_own_no_gap_comparisons_show() -> None:
     # Events placed later lose the bands of the space they are placed in, not their own.
     later = signature_features(_signatures(np.array([[3.5, 0.0]]), null[:5]), like=offset)
     np.testing.assert_array_equal(later.values[0], offset.values[0])
+
+
+def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> None:
+    rng = np.random.default_rng(2)
+    null = rng.normal(0.0, 1.0, (500, 2))
+    sig = _signatures(rng.normal(0.0, 1.0, (60, 2)), null)
+    symptoms = np.array(["missed_pick"] * 30 + ["dropped_object"] * 28 + [None] * 2, object)
+    space = signature_features(sig, symptoms=symptoms)
+    labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
+    assert len(set(labels[:30])) == 1 and len(set(labels[30:58])) == 1
+    assert labels[0] >= 0 and labels[30] >= 0 and labels[0] != labels[30]
+    # A symptom the fitted space never saw has no column: such an event sits with the
+    # unlabelled ones, in no symptom's cluster.
+    later = signature_features(_signatures(np.zeros((1, 2)), null),
+                               like=space, symptoms=np.array(["tipped_over"], object))
+    assert np.all(later.values[0, 2:] == 0.0)

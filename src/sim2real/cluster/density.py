@@ -34,8 +34,9 @@ class FeatureSpace:
         values: ``(n_events, n_features)``.
         groups: ``(n_events,)`` each event's primary cause family (its own taxonomy).
         columns: group -> the feature columns clustered within that group.
-        vocabulary: the unseen context values and the suspicious ``sys.*`` values that have
-            a column each, in column order; new events are placed with the same columns.
+        vocabulary: the unseen context values, the suspicious ``sys.*`` values and the
+            symptoms (failure labels) that have a column each, in column order; new events
+            are placed with the same columns.
         effects: ``(n_events, n_channels)`` the events' signed channel effects (sigma).
         null: ``(n_null, n_channels)`` the same for comparisons where no gap exists.
     """
@@ -43,7 +44,7 @@ class FeatureSpace:
     values: np.ndarray
     groups: np.ndarray
     columns: dict[str, np.ndarray]
-    vocabulary: tuple[tuple[str, ...], tuple[str, ...]]
+    vocabulary: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
     effects: np.ndarray
     null: np.ndarray
 
@@ -70,6 +71,7 @@ _MIN_REACH = MAX_NORM / 1.5
 def signature_features(
     sig: Signatures,
     like: FeatureSpace | None = None,
+    symptoms: np.ndarray | None = None,
     tail: float = 0.05,
     max_norm: float = MAX_NORM,
 ) -> FeatureSpace:
@@ -85,14 +87,19 @@ def signature_features(
     a cause that shows on quiet channels). Past the band they are log-compressed, so a cause
     whose size grows over deployments stays one elongated cluster and sim-like failures
     collapse near the origin.
-    Then come one column per context column's novelty, one per unseen context value and one
-    per suspicious ``sys.*`` value.
+    Then come one column per context column's novelty, one per unseen context value, one
+    per suspicious ``sys.*`` value and one per symptom (``symptoms``: each event's
+    ``failure_label``, None where none was logged).
 
     Each event's group is its own primary family (:func:`event_families`): a cause shows
     consistently in its own family while its consequences vary (dim light ends in missed
     picks or in collisions), so events are clustered within their group, on the columns
     that describe that family. Two causes of one family (heavy objects at one site, worn
-    pads at another) still separate on those columns.
+    pads at another) still separate on those columns. Events in which no family deviates
+    are clustered on every channel and on their symptom: where the signals look like sim's
+    own, what was seen to go wrong is what is left to tell them apart (a camera offset's
+    missed picks from the background's dropped objects); whether such a group is more than
+    sim's own failures is then for the places' rule of :class:`FailureClusterer` to say.
     """
     n = len(sig.episode_ids)
     families = np.array(sig.channel_families)
@@ -103,13 +110,17 @@ def signature_features(
         if sig.novelty.scores else np.zeros((n, 0))
     vocabulary = like.vocabulary if like is not None else (
         tuple(sorted({v for row in sig.novelty.values for v in row})),
-        tuple(sorted({v for row in sig.sys_values for v in row})))
+        tuple(sorted({v for row in sig.sys_values for v in row})),
+        tuple(sorted({str(v) for v in symptoms if v is not None})) if symptoms is not None
+        else ())
     unseen = _one_hot(sig.novelty.values, vocabulary[0], max_norm)
     flagged = _one_hot(sig.sys_values, vocabulary[1], max_norm)
-    blocks = [shrunk, novelty, unseen, flagged]
+    seen = _one_hot([[] if v is None else [str(v)] for v in symptoms] if symptoms is not None
+                    else [[] for _ in range(n)], vocabulary[2], max_norm)
+    blocks = [shrunk, novelty, unseen, flagged, seen]
     offsets = np.cumsum([0] + [b.shape[1] for b in blocks])
     span = {name: np.arange(offsets[i], offsets[i + 1])
-            for i, name in enumerate(("channels", "novelty", "unseen", "flagged"))}
+            for i, name in enumerate(("channels", "novelty", "unseen", "flagged", "symptom"))}
     channel_cols = span["channels"]
     columns = {
         "perception_drift": channel_cols[families == "perception"],
@@ -117,12 +128,13 @@ def signature_features(
         "deployment_system_noise": np.concatenate([channel_cols[families == "system"],
                                                    span["flagged"]]),
         "task_scope_overflow": np.concatenate([span["novelty"], span["unseen"]]),
-        "unexplained": channel_cols,
+        "unexplained": np.concatenate([channel_cols, span["symptom"]]),
     }
     values = np.column_stack(blocks) if n else np.zeros((0, int(offsets[-1])))
     groups = event_families(sig)
     for group, cols in columns.items():
         rows = groups == group
+        cols = np.setdiff1d(cols, span["symptom"])
         if rows.any() and cols.size:
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
     return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null)

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from scipy import stats
 from sklearn.neighbors import NearestNeighbors
 
+from sim2real._columns import strings
 from sim2real._progress import Stages
 from sim2real._scratch import scratch_folder
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
@@ -168,7 +169,10 @@ def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
     members, clusters = _report_clusters(diagnosis, findings, ids, previous)
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
-        cand_features = signature_features(sig, like=diagnosis.features)
+        label = dict(zip(failures["episode_id"].to_pylist(),
+                         strings(failures, "failure_label").tolist(), strict=True))
+        symptoms = np.array([label[e] for e in sig.episode_ids], dtype=object)
+        cand_features = signature_features(sig, like=diagnosis.features, symptoms=symptoms)
     else:
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
     if previous is None:
