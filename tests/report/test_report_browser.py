@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from sim2real.report import Report, Validation
+from sim2real.report.html import plotly_js
 
 pytestmark = pytest.mark.browser
 
@@ -70,31 +71,53 @@ def _open(browser: Any, path: Path, anchor: str = "") -> tuple[Any, list[str]]:
     return page, errors
 
 
-def test_report_is_one_light_offline_file_that_loads_fast(browser: Any,
-                                                           files: dict[str, Path]) -> None:
+def _load(browser: Any, path: Path, ready: str) -> tuple[float, float]:
+    """(main-thread CPU s, wall s from navigation start) for one fresh page to reach
+    ``ready``: a JS expression true once its first figure is drawn, whose value is the
+    wall time in ms."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    page.goto(path.as_uri())
+    wall = page.wait_for_function(ready, timeout=15000).json_value() / 1000
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    assert page.locator(".modebar").count() == 0  # no toolbar over legends and markers
+    page.close()
+    return metrics["ThreadTime"], wall
+
+
+@pytest.fixture(scope="module")
+def plotly_alone(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[float, float]:
+    """Best of five (CPU s, wall s) for the same plotly.js bundle to draw one point on a
+    blank page in the same browser: what loading any plotly page costs on this machine."""
+    page = tmp_path_factory.mktemp("baseline") / "plotly.html"
+    page.write_text(
+        "<!doctype html><div id=p style='width:600px;height:400px'></div>"
+        f"<script>{plotly_js()}</script><script>"
+        "Plotly.newPlot('p', [{x: [1], y: [1]}], {}, {displayModeBar: false})"
+        ".then(() => { window.drawn = performance.now(); });</script>")
+    loads = [_load(browser, page, "window.drawn") for _ in range(5)]
+    return min(c for c, _ in loads), min(w for _, w in loads)
+
+
+def test_report_is_one_light_offline_file_that_loads_fast(
+        browser: Any, files: dict[str, Path], plotly_alone: tuple[float, float]) -> None:
     assert files["report"].stat().st_size <= 2_000_000
     assert files["validation"].stat().st_size <= 1_000_000
     # Load = navigation start to the first screen of figures drawn (plotly.js unpacked,
-    # compiled, run). The renderer's main-thread CPU time for it must stay under 1 s
-    # always; the wall time too (best of five fresh pages: mid-suite on two cores, three
-    # were once 1.15 s at best against 0.6-0.9 s alone) unless other processes
-    # oversubscribe the machine's cores, where wall time measures them, not the page.
-    walls, cpus = [], []
-    for _ in range(5):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("Performance.enable")
-        page.goto(files["report"].as_uri())
-        page.wait_for_selector(".plot[data-ready]", timeout=15000)
-        walls.append(page.evaluate(
-            "performance.getEntriesByName('s2r-first-figure')[0].startTime") / 1000)
-        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
-        cpus.append(metrics["ThreadTime"])
-        assert page.locator(".modebar").count() == 0  # no toolbar over legends and markers
-        page.close()
-    assert min(cpus) < 1.0, (cpus, walls)
+    # compiled, run): under 1 s of the renderer's main-thread CPU, best of five fresh pages.
+    # On a machine where plotly.js alone drawing one point costs over 2/3 of that (a slow or
+    # shared VM: 0.77 s once, against the report's 0.97 s), the bar is 1.5x that baseline
+    # instead, so the test still catches a report that got heavier, not a slower machine.
+    # Wall time the same, unless other processes oversubscribe the cores, where it
+    # measures them, not the page.
+    loads = [_load(browser, files["report"], "(performance.getEntriesByName("
+                   "'s2r-first-figure')[0] || {}).startTime") for _ in range(5)]
+    cpus, walls = [c for c, _ in loads], [w for _, w in loads]
+    base_cpu, base_wall = plotly_alone
+    assert min(cpus) < max(1.0, 1.5 * base_cpu), (cpus, walls, plotly_alone)
     if os.getloadavg()[0] < (os.cpu_count() or 1):
-        assert min(walls) < 1.0, (walls, cpus)
+        assert min(walls) < max(1.0, 1.5 * base_wall), (walls, cpus, plotly_alone)
     page, errors = _open(browser, files["report"])
     assert errors == []
     page.close()
