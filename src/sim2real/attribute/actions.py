@@ -37,7 +37,8 @@ from sim2real._columns import column_values
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
-from sim2real.cluster.taxonomy import SIGNIFICANT, novel_context
+from sim2real.cluster.taxonomy import REFERENCE_WORDS, SIGNIFICANT, novel_context
+from sim2real.pipeline import compared_with
 from sim2real.report.model import Action
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def propose_actions(
     actions = own + others
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
     if unsure or not actions:
-        actions.append(_investigate(rows, label, actions))
+        runs = REFERENCE_WORDS[compared_with(diagnosis.dataset)]["runs"]
+        actions.append(_investigate(rows, label, actions, runs))
     return actions
 
 
@@ -331,13 +333,14 @@ def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> 
         f"{SIGNIFICANT}x sim's variability")
 
 
-def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action]) -> Action:
+def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action],
+                 runs: str) -> Action:
     covered = max((a.expected_reduction for a in actions), default=0.0)
     lead = ", ".join(c for c, _, _ in label.top_channels[:2]) or "the signals"
     left = max(0.0, 1.0 - covered)
     return _action(
         "investigate", f"cluster events ({lead})",
-        f"Nothing clear to change: inspect these failures beside their matched sim rollouts "
+        f"Nothing clear to change: inspect these failures beside their matched {runs} "
         f"({lead} differ most); label confidence {label.confidence:.2f}.",
         (left, left, left),
         f"share of the cluster's {len(rows)} failures no other action addresses")

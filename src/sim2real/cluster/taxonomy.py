@@ -129,7 +129,7 @@ def label_cluster(
             strength = 1.0 - np.exp(-(max(score, medians[family]) - 1.0) / 2.0)
             confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
-    words = _WORDS[reference]
+    words = REFERENCE_WORDS[reference]
     text = _explain(taxonomy, sig, rows, channels, medians, where, words, sys_values)
     if cause is not None:
         text += _reproduced(cause, channels)
@@ -313,8 +313,8 @@ def _explain(
             f"{relation}.{located}")
 
 
-# The explanation's words for what the failures were compared with.
-_WORDS = {
+# The words explanations and actions use for what the failures were compared with.
+REFERENCE_WORDS = {
     "simulation": {"short": "sim", "own": "simulation's own", "runs": "sim rollouts",
                    "matched": "sim failures"},
     "normal operation": {"short": "normal operation", "own": "normal operation",
