@@ -25,7 +25,8 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, np.ndarray]:
     values = np.where(np.abs(effects) > 3.0, effects, 0.0)  # the dead band of the features
     null = rng.normal(0.0, 1.0, (300, _CHANNELS))
     truth = np.array(["strong"] * 40 + ["faint"] * 10 + ["sim_like"] * 10)
-    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null), truth
+    bands = np.full((2, _CHANNELS), 3.0)
+    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null, bands), truth
 
 
 def test_faint_events_join_the_cluster_they_deviate_along() -> None:
@@ -43,36 +44,61 @@ def test_predict_attaches_new_events_by_the_same_rule() -> None:
     np.testing.assert_array_equal(clusterer.predict(space), clusterer.labels_)
 
 
-def _signatures(effects: np.ndarray, null: np.ndarray) -> Signatures:
-    """Events with channel ``effects`` ``(n, 2)`` on a quiet and a spiky dynamics channel,
-    no family deviating, and the no-gap comparisons' effects ``null``."""
-    n = len(effects)
+def _signatures(z: np.ndarray, null_z: np.ndarray, dynamics: float = 0.0) -> Signatures:
+    """Events with segment scores ``z`` ``(n, 4, 2)`` on a quiet and a spiky dynamics
+    channel, the dynamics family scored ``dynamics`` (deviating from the first segment
+    where that passes 2.5), and the no-gap comparisons' scores ``null_z``."""
+    n = len(z)
+    family = np.zeros((n, 5))
+    family[:, 1] = dynamics
     return Signatures(
         episode_ids=tuple(f"e{i}" for i in range(n)), channels=("joint_pos", "contact_force"),
-        channel_families=("dynamics", "dynamics"), z=np.zeros((n, 4, 2)), effects=effects,
-        family_scores=np.zeros((n, 5)), onset=np.full((n, 4), 4),
+        channel_families=("dynamics", "dynamics"), z=z, effects=_strongest(z),
+        family_scores=family, onset=np.full((n, 4), 4 if dynamics < 2.5 else 0),
         novelty=Novelty({}, [[] for _ in range(n)]), sys_values=[[] for _ in range(n)],
         sys_evidence=np.zeros(n), system_channels=np.zeros(n), drift_score=np.ones(n),
-        nearest=[[] for _ in range(n)], null_effects=null)
+        nearest=[[] for _ in range(n)], null_effects=_strongest(null_z), null_z=null_z)
+
+
+def _strongest(z: np.ndarray) -> np.ndarray:
+    pick = np.abs(z).argmax(axis=1)
+    return np.take_along_axis(z, pick[:, None, :], axis=1)[:, 0, :]
 
 
 def test_each_channel_loses_what_its_own_no_gap_comparisons_show() -> None:
     rng = np.random.default_rng(0)
-    # The quiet channel's no-gap effects pass 2 sigma in 5 % of comparisons, the contact
-    # force's (heavy-tailed: it spikes) pass ~4.
-    null = np.column_stack([rng.normal(0.0, 1.0, 2000), rng.standard_t(2, 2000)])
-    offset = signature_features(_signatures(np.array([[3.5, 0.0], [0.0, 3.5]]), null))
-    assert offset.values[0, 0] > 0.5  # a steady 3.5 sigma offset of a quiet channel counts
-    assert offset.values[1, 1] == 0.0  # a routine spike does not
+    # Per segment, the quiet channel's no-gap scores are Gaussian, the contact force's
+    # heavy-tailed (it spikes).
+    null = np.stack([rng.normal(0.0, 1.0, (2000, 4)), rng.standard_t(2, (2000, 4))], axis=2)
+    offset = np.zeros((2, 4, 2))
+    offset[0, :, 0] = 3.5  # a steady 3.5 sigma offset of the quiet channel
+    offset[1, 3, 1] = 3.5  # one 3.5 sigma spike of the contact force
+    space = signature_features(_signatures(offset, null))
+    level, size = space.values[:, :2], space.values[:, 2:4]
+    assert level[0, 0] > 0.5 and size[0, 0] > 0.5  # counts, as a level and as a size
+    assert level[1, 1] == 0.0 and size[1, 1] == 0.0  # a routine spike does not
     # Events placed later lose the bands of the space they are placed in, not their own.
-    later = signature_features(_signatures(np.array([[3.5, 0.0]]), null[:5]), like=offset)
-    np.testing.assert_array_equal(later.values[0], offset.values[0])
+    later = signature_features(_signatures(offset[:1], null[:5]), like=space)
+    np.testing.assert_array_equal(later.values[0], space.values[0])
+
+
+def test_a_channel_that_strays_both_ways_in_the_window_is_one_cause_not_two() -> None:
+    rng = np.random.default_rng(3)
+    null = rng.normal(0.0, 1.0, (500, 4, 2))
+    # A noisy sensor: in each failure's window, two segments stray about 6 sigma up and two
+    # down, in random order. The strongest segment's sign split such failures in two.
+    signs = np.array([rng.permutation([1.0, 1.0, -1.0, -1.0]) for _ in range(60)])
+    z = np.zeros((60, 4, 2))
+    z[:, :, 0] = signs * rng.normal(6.0, 0.5, (60, 4))
+    labels = FailureClusterer(min_cluster_size=10).fit(
+        signature_features(_signatures(z, null, dynamics=6.0))).labels_
+    assert labels.min() >= 0 and len(set(labels)) == 1
 
 
 def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> None:
     rng = np.random.default_rng(2)
-    null = rng.normal(0.0, 1.0, (500, 2))
-    sig = _signatures(rng.normal(0.0, 1.0, (60, 2)), null)
+    null = rng.normal(0.0, 1.0, (500, 4, 2))
+    sig = _signatures(rng.normal(0.0, 1.0, (60, 4, 2)), null)
     symptoms = np.array(["missed_pick"] * 30 + ["dropped_object"] * 28 + [None] * 2, object)
     space = signature_features(sig, symptoms=symptoms)
     labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
@@ -80,6 +106,6 @@ def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> N
     assert labels[0] >= 0 and labels[30] >= 0 and labels[0] != labels[30]
     # A symptom the fitted space never saw has no column: such an event sits with the
     # unlabelled ones, in no symptom's cluster.
-    later = signature_features(_signatures(np.zeros((1, 2)), null),
+    later = signature_features(_signatures(np.zeros((1, 4, 2)), null),
                                like=space, symptoms=np.array(["tipped_over"], object))
-    assert np.all(later.values[0, 2:] == 0.0)
+    assert np.all(later.values[0, 4:] == 0.0)

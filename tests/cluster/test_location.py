@@ -80,7 +80,8 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, list[str], np.ndarra
     null = rng.normal(0.0, 1.0, (300, _CHANNELS))
     robots = ["a1"] * 30 + ["a2", "b1", "b2"] + ["a1"] * 6 + ["a2", "a3", "b1", "b2", "b3", "a2"]
     truth = np.array(["cause"] * 30 + ["look-alike"] * 3 + ["cause"] * 6 + ["faint"] * 6)
-    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null), robots, truth
+    bands = np.full((2, effects.shape[1]), 3.0)
+    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null, bands), robots, truth
 
 
 def test_look_alikes_elsewhere_leave_and_faint_events_at_the_hot_robot_join() -> None:

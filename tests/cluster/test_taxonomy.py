@@ -24,7 +24,8 @@ def _signatures(perception: float, dynamics: float, n: int = 12,
         onset=np.zeros((n, 4)), novelty=Novelty({}, [[] for _ in range(n)]),
         sys_values=[[] for _ in range(n)], sys_evidence=np.zeros(n),
         system_channels=np.full(n, system), drift_score=np.full(n, perception),
-        nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)))
+        nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)),
+        null_z=np.zeros((0, 4, 2)))
 
 
 def _taxonomy(sig: Signatures, **hints: Any) -> str:

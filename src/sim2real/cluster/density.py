@@ -39,6 +39,8 @@ class FeatureSpace:
             are placed with the same columns.
         effects: ``(n_events, n_channels)`` the events' signed channel effects (sigma).
         null: ``(n_null, n_channels)`` the same for comparisons where no gap exists.
+        bands: ``(2, n_channels)`` the dead bands of the channels' level and size columns
+            (see :func:`signature_features`); events placed later lose these.
     """
 
     values: np.ndarray
@@ -47,11 +49,12 @@ class FeatureSpace:
     vocabulary: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
     effects: np.ndarray
     null: np.ndarray
+    bands: np.ndarray
 
     def take(self, rows: np.ndarray) -> FeatureSpace:
         """The same space restricted to events ``rows``."""
         return FeatureSpace(self.values[rows], self.groups[rows], self.columns,
-                            self.vocabulary, self.effects[rows], self.null)
+                            self.vocabulary, self.effects[rows], self.null, self.bands)
 
     @staticmethod
     def concat(parts: list[FeatureSpace]) -> FeatureSpace:
@@ -59,7 +62,7 @@ class FeatureSpace:
         return FeatureSpace(np.vstack([p.values for p in parts]),
                             np.concatenate([p.groups for p in parts]), parts[0].columns,
                             parts[0].vocabulary, np.vstack([p.effects for p in parts]),
-                            parts[0].null)
+                            parts[0].null, parts[0].bands)
 
 
 # Feature vectors are capped at this norm (see _cap); an event this close to a cluster's
@@ -80,13 +83,17 @@ def signature_features(
     Pass ``like`` (the space of the events a clusterer was fitted on) to place new events
     in that same space, whose one-hot columns are that space's vocabulary.
 
-    Channel effects (sigma units) lose a dead band, what the comparisons where no gap
-    exists show routinely: per channel, the size that only ``tail`` of them exceed. A
-    contact force that spikes under no gap gets a wider band than a quiet estimate, so
-    its routine spikes no longer scatter sim-like failures over the space (where they hid
-    a cause that shows on quiet channels). Past the band they are log-compressed, so a cause
-    whose size grows over deployments stays one elongated cluster and sim-like failures
-    collapse near the origin.
+    Each channel gives two columns from its segment scores (sigma units): its level, the
+    segments' mean (a steady offset, signed), and its size, their RMS (how far the window
+    strays, whichever way). A noisy sensor's window strays up in some segments and down in
+    others: by the strongest segment's sign alone its failures split into two clusters;
+    by level and size they are one, apart from a steady offset of the same channel. Both
+    lose a dead band, what the comparisons where no gap exists show routinely: per channel,
+    the size that only ``tail`` of them exceed. A contact force that spikes under no gap
+    gets a wider band than a quiet estimate, so its routine spikes no longer scatter
+    sim-like failures over the space (where they hid a cause that shows on quiet
+    channels). Past the band they are log-compressed, so a cause whose size grows over
+    deployments stays one elongated cluster and sim-like failures collapse near the origin.
     Then come one column per context column's novelty, one per unseen context value, one
     per suspicious ``sys.*`` value and one per symptom (``symptoms``: each event's
     ``failure_label``, None where none was logged).
@@ -104,8 +111,10 @@ def signature_features(
     n = len(sig.episode_ids)
     families = np.array(sig.channel_families)
     null = like.null if like is not None else np.nan_to_num(sig.null_effects)
-    band = _dead_band(null, len(sig.channels), tail)
-    shrunk = np.sign(sig.effects) * np.log1p(np.maximum(np.abs(sig.effects) - band, 0.0))
+    level, size = _level_size(sig.z)
+    bands = like.bands if like is not None else np.stack(
+        [_dead_band(b, len(sig.channels), tail) for b in _level_size(np.nan_to_num(sig.null_z))])
+    shrunk = np.column_stack([_shrink(level, bands[0]), _shrink(size, bands[1])])
     novelty = np.column_stack([np.log1p(v) for v in sig.novelty.scores.values()]) \
         if sig.novelty.scores else np.zeros((n, 0))
     vocabulary = like.vocabulary if like is not None else (
@@ -122,6 +131,7 @@ def signature_features(
     span = {name: np.arange(offsets[i], offsets[i + 1])
             for i, name in enumerate(("channels", "novelty", "unseen", "flagged", "symptom"))}
     channel_cols = span["channels"]
+    families = np.concatenate([families, families])  # a level and a size column each
     columns = {
         "perception_drift": channel_cols[families == "perception"],
         "dynamics_mismatch": channel_cols[families == "dynamics"],
@@ -137,17 +147,29 @@ def signature_features(
         cols = np.setdiff1d(cols, span["symptom"])
         if rows.any() and cols.size:
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
-    return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null)
+    return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null,
+                        bands)
 
 
-# A channel's dead band where no no-gap comparison was made: wider than a Gaussian
-# channel's (its strongest of four segments passes ~2.5 sigma in 5 % of comparisons), so
-# that without a null nothing routine passes.
+def _level_size(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segment scores ``(n, n_segments, n_channels)`` -> each channel's level (the
+    segments' mean, signed) and size (their RMS), both ``(n, n_channels)``."""
+    return z.mean(axis=-2), np.sqrt((z**2).mean(axis=-2))
+
+
+def _shrink(x: np.ndarray, band: np.ndarray) -> np.ndarray:
+    """``x`` less the dead band ``band`` in size, log-compressed beyond it, sign kept."""
+    return np.sign(x) * np.log1p(np.maximum(np.abs(x) - band, 0.0))
+
+
+# A channel's dead band where no no-gap comparison was made: wider than what a Gaussian
+# channel's level or size passes in 5 % of comparisons (about 1 and 1.5 sigma over four
+# segments), so that without a null nothing routine passes.
 _DEFAULT_BAND = 3.0
 
 
 def _dead_band(null: np.ndarray, n_channels: int, tail: float) -> np.ndarray:
-    """``(n_channels,)`` the channel effect that only ``tail`` of the no-gap comparisons
+    """``(n_channels,)`` the value that only ``tail`` of the no-gap comparisons' values
     ``null`` ``(n_null, n_channels)`` exceed in size."""
     if len(null) == 0:
         return np.full(n_channels, _DEFAULT_BAND)

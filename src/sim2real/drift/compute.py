@@ -81,6 +81,7 @@ class Signatures:
         null_effects: ``(n_null, n_channels)`` channel effects of the sim-vs-sim (and
             success-vs-success) comparisons the scores were calibrated on: how far a
             comparison strays where there is no gap.
+        null_z: ``(n_null, n_segments, n_channels)`` the same comparisons' segment scores.
     """
 
     episode_ids: tuple[str, ...]
@@ -97,6 +98,7 @@ class Signatures:
     drift_score: np.ndarray
     nearest: list[list[str]]
     null_effects: np.ndarray
+    null_z: np.ndarray
 
     def family(self, name: str) -> np.ndarray:
         """``(n,)`` one column of :attr:`family_scores`."""
@@ -309,7 +311,7 @@ def signatures(
         drift[i] = scorer.drift(family[i, :system + 1], float(task_scope[i]))
     return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z, effects,
                       family, onset, novelty, flagged, evidence, channel_system, drift,
-                      nearest, scorer.null_effects_)
+                      nearest, scorer.null_effects_, scorer.null_z_)
 
 
 def _against_successes(

@@ -134,7 +134,7 @@ class DriftScorer:
         self.family_scale_ = np.ones(len(CHANNEL_FAMILIES))
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0
-        _, self.null_effects_, fam, seg = self._raw(null)
+        self.null_z_, self.null_effects_, fam, seg = self._raw(null)
         self.family_scale_ = _widened(_positive(np.nanmedian(fam, axis=0)), fam, SIGNIFICANT)
         # Onset is decided by a family's strongest segment: widen on the segments' maxima.
         median = _positive(np.nanmedian(seg, axis=0))
