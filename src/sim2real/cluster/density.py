@@ -87,13 +87,13 @@ def signature_features(
     segments' mean (a steady offset, signed), and its size, their RMS (how far the window
     strays, whichever way). A noisy sensor's window strays up in some segments and down in
     others: by the strongest segment's sign alone its failures split into two clusters;
-    by level and size they are one, apart from a steady offset of the same channel. Both
-    lose a dead band, what the comparisons where no gap exists show routinely: per channel,
-    the size that only ``tail`` of them exceed. A contact force that spikes under no gap
-    gets a wider band than a quiet estimate, so its routine spikes no longer scatter
-    sim-like failures over the space (where they hid a cause that shows on quiet
-    channels). Past the band they are log-compressed, so a cause whose size grows over
-    deployments stays one elongated cluster and sim-like failures collapse near the origin.
+    by their level (near zero) and size they are one. Both lose a dead band, what the
+    comparisons where no gap exists show routinely: per channel, the size that only
+    ``tail`` of them exceed. A contact force that spikes under no gap gets a wider band
+    than a quiet estimate, so its routine spikes no longer scatter sim-like failures over
+    the space (where they hid a cause that shows on quiet channels). Past the band they are
+    log-compressed, so a cause whose size grows over deployments stays one elongated
+    cluster and sim-like failures collapse near the origin.
     Then come one column per context column's novelty, one per unseen context value, one
     per suspicious ``sys.*`` value and one per symptom (``symptoms``: each event's
     ``failure_label``, None where none was logged).
