@@ -104,8 +104,8 @@ def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> N
     labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
     assert len(set(labels[:30])) == 1 and len(set(labels[30:58])) == 1
     assert labels[0] >= 0 and labels[30] >= 0 and labels[0] != labels[30]
-    # A symptom the fitted space never saw has no column: such an event sits with the
-    # unlabelled ones, in no symptom's cluster.
+    # A symptom the fitted space never saw has no column: on the symptom columns such an
+    # event is placed like an unlabelled one.
     later = signature_features(_signatures(np.zeros((1, 4, 2)), null),
                                like=space, symptoms=np.array(["tipped_over"], object))
     assert np.all(later.values[0, 4:] == 0.0)

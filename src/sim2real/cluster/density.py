@@ -65,8 +65,9 @@ class FeatureSpace:
                             parts[0].null, parts[0].bands)
 
 
-# Feature vectors are capped at this norm (see _cap); an event this close to a cluster's
-# member belongs to it even where the cluster's dense core is tighter.
+# A group's channel columns are capped at this norm (see _cap), and one-hot columns weigh
+# as much; an event this close to a cluster's member belongs to it even where the
+# cluster's dense core is tighter.
 MAX_NORM = 1.5
 _MIN_REACH = MAX_NORM / 1.5
 

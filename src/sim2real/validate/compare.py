@@ -74,7 +74,7 @@ ALPHA = 0.05
 _POWER = 0.8
 _EFFECT = 0.5  # the change the power calculation asks about: a halving of the rate
 _MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
-_MIN_REACH = 1.0  # feature vectors are capped at norm 1.5: closer than this is the same
+_MIN_REACH = 1.0  # channel columns are capped at norm 1.5: closer than this is the same
 
 
 def validate(
