@@ -59,7 +59,7 @@ def test_normal_runs_as_reference_are_compared_with_normal_operation(
         assert "sim" not in cluster.explanation  # compared with normal runs, and says so
         assert "cell-1" not in cluster.explanation and "arm-1" not in cluster.explanation
         for action in cluster.actions:  # what an engineer is told to look at exists
-            assert "sim" not in action.detail, action.detail
+            assert "sim" not in f"{action.detail} {action.evidence}", action
     assert "No simulator: real failures are compared with normal real runs" in \
         lp4_report.to_html()
     warned = " ".join(model.warnings)

@@ -74,13 +74,14 @@ def propose_actions(
             when not given.
     """
     found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
+    words = REFERENCE_WORDS[compared_with(diagnosis.dataset)]
     own: list[Action] = []
     others: list[Action] = []
     system = label.taxonomy == "deployment_system_noise"
     infra = _infrastructure(diagnosis, rows, label, found)
     (own if system else others).extend(infra)
     if label.taxonomy == "task_scope_overflow":
-        own += _scenarios(diagnosis, rows)
+        own += _scenarios(diagnosis, rows, words)
     # A parameter whose own family's channels look like sim's, where another family's
     # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
     deviating = deviating_families(diagnosis.signatures, rows)
@@ -98,13 +99,12 @@ def propose_actions(
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
-        own.append(_perception(diagnosis, rows, label))
+        own.append(_perception(diagnosis, rows, label, words))
     others.sort(key=lambda a: -a.expected_reduction)
     actions = own + others
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
     if unsure or not actions:
-        runs = REFERENCE_WORDS[compared_with(diagnosis.dataset)]["runs"]
-        actions.append(_investigate(rows, label, actions, runs))
+        actions.append(_investigate(rows, label, actions, words))
     return actions
 
 
@@ -146,8 +146,9 @@ def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     return [_action("fix_infrastructure", target, detail, (share, low, high), how)]
 
 
-def _scenarios(diagnosis: Diagnosis, rows: np.ndarray) -> list[Action]:
-    """``add_training_scenarios`` for each context value sim never covered."""
+def _scenarios(diagnosis: Diagnosis, rows: np.ndarray,
+               words: dict[str, str]) -> list[Action]:
+    """``add_training_scenarios`` for each context value the reference never covered."""
     n = len(rows)
     actions = []
     for value, count in novel_context(diagnosis.signatures, rows)[:3]:
@@ -155,8 +156,8 @@ def _scenarios(diagnosis: Diagnosis, rows: np.ndarray) -> list[Action]:
         shown = f"{seen} real episodes" if seen is not None else "real episodes"
         actions.append(_action(
             "add_training_scenarios", value,
-            f"Add simulation scenarios with {value}: {shown} show it, sim has none; "
-            f"include it in training.", _share(count, n),
+            f"Add scenarios with {value} to training: {shown} show it, the {words['runs']} "
+            f"have none.", _share(count, n),
             f"{count} of {n} failures in this cluster have {value}"))
     return actions
 
@@ -319,7 +320,8 @@ def _reproducible(columns: np.ndarray, deviation: np.ndarray, ridge: float) -> n
     return columns @ np.linalg.solve(gram, columns.T @ deviation)
 
 
-def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> Action:
+def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
+                words: dict[str, str]) -> Action:
     sig = diagnosis.signatures
     deviating = sig.family("perception")[rows] >= SIGNIFICANT
     channels = [c for c, fam, _ in label.top_channels if fam == "perception"][:3]
@@ -330,17 +332,17 @@ def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel) -> 
         f"these conditions, or fix the sensing setup at the affected site).",
         _share(int(deviating.sum()), len(rows)),
         f"{int(deviating.sum())} of {len(rows)} failures have perception beyond "
-        f"{SIGNIFICANT}x sim's variability")
+        f"{SIGNIFICANT}x {words['short']}'s variability")
 
 
 def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action],
-                 runs: str) -> Action:
+                 words: dict[str, str]) -> Action:
     covered = max((a.expected_reduction for a in actions), default=0.0)
     lead = ", ".join(c for c, _, _ in label.top_channels[:2]) or "the signals"
     left = max(0.0, 1.0 - covered)
     return _action(
         "investigate", f"cluster events ({lead})",
-        f"Nothing clear to change: inspect these failures beside their matched {runs} "
+        f"Nothing clear to change: inspect these failures beside their matched {words['runs']} "
         f"({lead} differ most); label confidence {label.confidence:.2f}.",
         (left, left, left),
         f"share of the cluster's {len(rows)} failures no other action addresses")
