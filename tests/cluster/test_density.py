@@ -101,11 +101,13 @@ def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> N
     sig = _signatures(rng.normal(0.0, 1.0, (60, 4, 2)), null)
     symptoms = np.array(["missed_pick"] * 30 + ["dropped_object"] * 28 + [None] * 2, object)
     space = signature_features(sig, symptoms=symptoms)
-    labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
+    clusterer = FailureClusterer(min_cluster_size=10).fit(space)
+    labels = clusterer.labels_
     assert len(set(labels[:30])) == 1 and len(set(labels[30:58])) == 1
     assert labels[0] >= 0 and labels[30] >= 0 and labels[0] != labels[30]
-    # A symptom the fitted space never saw has no column: on the symptom columns such an
-    # event is placed like an unlabelled one.
+    assert np.all(labels[58:] == -1)  # no label: in no symptom's cluster
+    # A symptom the fitted space never saw is placed like a missing one: in none either.
     later = signature_features(_signatures(np.zeros((1, 4, 2)), null),
                                like=space, symptoms=np.array(["tipped_over"], object))
-    assert np.all(later.values[0, 4:] == 0.0)
+    np.testing.assert_array_equal(later.values[0, 4:], space.values[58, 4:])
+    assert clusterer.predict(later)[0] == -1

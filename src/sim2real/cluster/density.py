@@ -97,7 +97,8 @@ def signature_features(
     cluster and sim-like failures collapse near the origin.
     Then come one column per context column's novelty, one per unseen context value, one
     per suspicious ``sys.*`` value and one per symptom (``symptoms``: each event's
-    ``failure_label``, None where none was logged).
+    ``failure_label``, None where none was logged), with one more for the unknown symptom
+    (none logged, or one the fitted space never saw).
 
     Each event's group is its own primary family (:func:`event_families`): a cause shows
     consistently in its own family while its consequences vary (dim light ends in missed
@@ -121,12 +122,11 @@ def signature_features(
     vocabulary = like.vocabulary if like is not None else (
         tuple(sorted({v for row in sig.novelty.values for v in row})),
         tuple(sorted({v for row in sig.sys_values for v in row})),
-        tuple(sorted({str(v) for v in symptoms if v is not None})) if symptoms is not None
-        else ())
+        (*sorted({str(v) for v in symptoms if v not in (None, _UNKNOWN)}), _UNKNOWN)
+        if symptoms is not None else ())
     unseen = _one_hot(sig.novelty.values, vocabulary[0], max_norm)
     flagged = _one_hot(sig.sys_values, vocabulary[1], max_norm)
-    seen = _one_hot([[] if v is None else [str(v)] for v in symptoms] if symptoms is not None
-                    else [[] for _ in range(n)], vocabulary[2], max_norm)
+    seen = _one_hot(_symptom_rows(symptoms, vocabulary[2], n), vocabulary[2], max_norm)
     blocks = [shrunk, novelty, unseen, flagged, seen]
     offsets = np.cumsum([0] + [b.shape[1] for b in blocks])
     span = {name: np.arange(offsets[i], offsets[i + 1])
@@ -150,6 +150,20 @@ def signature_features(
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
     return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null,
                         bands)
+
+
+# The symptom column of failures without a label, or with one the fitted space never saw:
+# its own column, so that such a failure is as far from every symptom's cluster as two
+# symptoms are from each other (on no column it lay exactly as far as a cluster may reach).
+_UNKNOWN = ""
+
+
+def _symptom_rows(symptoms: np.ndarray | None, names: tuple[str, ...],
+                  n: int) -> list[list[str]]:
+    """Each event's symptom column: its label where ``names`` has it, else the unknown."""
+    if symptoms is None:
+        return [[] for _ in range(n)]
+    return [[str(v)] if v is not None and str(v) in names else [_UNKNOWN] for v in symptoms]
 
 
 def _level_size(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
