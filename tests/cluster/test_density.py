@@ -1,4 +1,6 @@
-"""A faint failure joins the cluster it deviates along; sim-like noise does not."""
+"""The clustering space and its density clusters: a faint failure joins the cluster it
+deviates along and sim-like noise does not; each channel loses its own no-gap band; a
+channel that strays both ways is one cause; symptoms tell sim-like failures apart."""
 
 from __future__ import annotations
 
