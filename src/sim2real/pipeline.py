@@ -457,7 +457,7 @@ def _calibrate(
     if reference is not None:
         flat = reference.grid.values.reshape(-1, reference.grid.values.shape[-1])
         scale.append(np.nan_to_num(np.nanstd(flat, axis=0), nan=1.0))
-    return DriftScorer(families).fit(null, np.concatenate(scale))
+    return DriftScorer(families).fit(null, np.concatenate(scale), failed=bank.failed[rows])
 
 
 def _grid(ds: Dataset, ids: list[str], channels: Sequence[str], base: TimeBase, source: str,

@@ -28,7 +28,8 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, np.ndarray]:
     null = rng.normal(0.0, 1.0, (300, _CHANNELS))
     truth = np.array(["strong"] * 40 + ["faint"] * 10 + ["sim_like"] * 10)
     bands = np.full((2, _CHANNELS), 3.0)
-    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null, bands), truth
+    return FeatureSpace(values, groups, columns, ((), (), ()), effects, null,
+                        np.zeros(len(null), dtype=bool), bands), truth
 
 
 def test_faint_events_join_the_cluster_they_deviate_along() -> None:
@@ -59,7 +60,8 @@ def _signatures(z: np.ndarray, null_z: np.ndarray, dynamics: float = 0.0) -> Sig
         family_scores=family, onset=np.full((n, 4), 4 if dynamics < 2.5 else 0),
         novelty=Novelty({}, [[] for _ in range(n)]), sys_values=[[] for _ in range(n)],
         sys_evidence=np.zeros(n), system_channels=np.zeros(n), drift_score=np.ones(n),
-        nearest=[[] for _ in range(n)], null_effects=_strongest(null_z), null_z=null_z)
+        nearest=[[] for _ in range(n)], null_effects=_strongest(null_z), null_z=null_z,
+        null_failed=np.zeros(len(null_z), dtype=bool))
 
 
 def _strongest(z: np.ndarray) -> np.ndarray:

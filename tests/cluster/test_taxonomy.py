@@ -25,7 +25,7 @@ def _signatures(perception: float, dynamics: float, n: int = 12,
         sys_values=[[] for _ in range(n)], sys_evidence=np.zeros(n),
         system_channels=np.full(n, system), drift_score=np.full(n, perception),
         nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)),
-        null_z=np.zeros((0, 4, 2)))
+        null_z=np.zeros((0, 4, 2)), null_failed=np.zeros(0, dtype=bool))
 
 
 def _taxonomy(sig: Signatures, **hints: Any) -> str:

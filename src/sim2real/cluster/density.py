@@ -39,6 +39,7 @@ class FeatureSpace:
             are placed with the same columns.
         effects: ``(n_events, n_channels)`` the events' signed channel effects (sigma).
         null: ``(n_null, n_channels)`` the same for comparisons where no gap exists.
+        null_failed: ``(n_null,)`` whether each of those comparisons ends at a sim failure.
         bands: ``(2, n_channels)`` the dead bands of the channels' level and size columns
             (see :func:`signature_features`); events placed later lose these.
     """
@@ -49,12 +50,14 @@ class FeatureSpace:
     vocabulary: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
     effects: np.ndarray
     null: np.ndarray
+    null_failed: np.ndarray
     bands: np.ndarray
 
     def take(self, rows: np.ndarray) -> FeatureSpace:
         """The same space restricted to events ``rows``."""
         return FeatureSpace(self.values[rows], self.groups[rows], self.columns,
-                            self.vocabulary, self.effects[rows], self.null, self.bands)
+                            self.vocabulary, self.effects[rows], self.null, self.null_failed,
+                            self.bands)
 
     @staticmethod
     def concat(parts: list[FeatureSpace]) -> FeatureSpace:
@@ -62,7 +65,7 @@ class FeatureSpace:
         return FeatureSpace(np.vstack([p.values for p in parts]),
                             np.concatenate([p.groups for p in parts]), parts[0].columns,
                             parts[0].vocabulary, np.vstack([p.effects for p in parts]),
-                            parts[0].null, parts[0].bands)
+                            parts[0].null, parts[0].null_failed, parts[0].bands)
 
 
 # A group's channel columns are capped at this norm (see _cap), and one-hot columns weigh
@@ -113,6 +116,7 @@ def signature_features(
     n = len(sig.episode_ids)
     families = np.array(sig.channel_families)
     null = like.null if like is not None else np.nan_to_num(sig.null_effects)
+    null_failed = like.null_failed if like is not None else sig.null_failed
     level, size = _level_size(sig.z)
     bands = like.bands if like is not None else np.stack(
         [_dead_band(b, len(sig.channels), tail) for b in _level_size(np.nan_to_num(sig.null_z))])
@@ -149,7 +153,7 @@ def signature_features(
         if rows.any() and cols.size:
             values[np.ix_(rows, cols)] = _cap(values[np.ix_(rows, cols)], max_norm)
     return FeatureSpace(values, groups, columns, vocabulary, np.nan_to_num(sig.effects), null,
-                        bands)
+                        null_failed, bands)
 
 
 # The symptom column of failures without a label, or with one the fitted space never saw:
@@ -324,12 +328,13 @@ class FailureClusterer:
     A cluster keeps its members only at places (robots, sites, the fleet) where it has more
     failures than sim predicts (its hot places, :func:`~sim2real.cluster.location.excess`
     at ``alpha``): elsewhere they look like the cause but are no more than sim's own
-    failures would be. Sim predicts the smaller of its rate of the members' symptoms and
-    the share of no-gap comparisons that deviate along the cluster as far as its median
-    member. An event left in no cluster at a cluster's hot place joins it when it deviates
-    along the cluster's typical deviation further than ``1 - tail`` of the no-gap
-    comparisons: there neither the stricter ``faint_tail`` nor the own-group restriction
-    of upstream groups applies, since the place makes the cause the likelier explanation.
+    failures would be. Sim predicts its rate of the members' symptoms times the share of
+    its own failures whose comparisons deviate along the cluster as far as its median
+    member: the rate of sim-like failures that also look like the cluster. An event left
+    in no cluster at a cluster's hot place joins it when it deviates along the cluster's
+    typical deviation further than ``1 - tail`` of the no-gap comparisons: there neither
+    the stricter ``faint_tail`` nor the own-group restriction of upstream groups applies,
+    since the place makes the cause the likelier explanation.
     Clusters of unseen context are exempt from both: sim, never having seen that context,
     predicts none of their failures, and their members share a context, not a deviation.
 
@@ -396,7 +401,7 @@ class FailureClusterer:
         Sim's share of look-alikes is taken at a cluster's median member, yet every member
         counts: a cause's failures spread in strength (it grows over deployments), and
         counting only those past the median lost real causes (synthetic renamed world:
-        ARI 0.88 -> 0.61). The symptom rate bounds the prediction from above meanwhile.
+        ARI 0.88 -> 0.61).
         """
         if len(fleet.placed) != len(labels):
             raise ValueError(f"the fleet places {len(fleet.placed)} events, not {len(labels)}")
@@ -420,11 +425,13 @@ class FailureClusterer:
             null = space.null @ self.directions_.T
             quantiles = np.quantile(null, [1.0 - self.tail, 1.0 - self.faint_tail], axis=0)
             self.thresholds_, self.faint_thresholds_ = quantiles[0], quantiles[1]
-            # The share of no-gap comparisons that reach the cluster's median member along
-            # its direction, (k + 1) / (n + 1): never zero, however few the comparisons.
+            # The share of sim's own failures whose comparisons reach the cluster's median
+            # member along its direction, (k + 1) / (n + 1): never zero, however few the
+            # comparisons, and 1 (every sim failure looks alike) where sim never failed.
             typical = np.array([np.median(space.effects[self.labels_ == c] @ d)
                                 for c, d in zip(ids, self.directions_, strict=True)])
-            self.look_alike_ = ((null >= typical).sum(axis=0) + 1.0) / (len(null) + 1.0)
+            failed = null[space.null_failed]
+            self.look_alike_ = ((failed >= typical).sum(axis=0) + 1.0) / (len(failed) + 1.0)
         else:
             self.thresholds_ = self.faint_thresholds_ = np.full(len(ids), np.inf)
             self.look_alike_ = np.ones(len(ids))

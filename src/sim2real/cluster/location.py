@@ -140,10 +140,9 @@ class Excess:
 def excess(fleet: Fleet, rows: np.ndarray, look_alike: float, alpha: float) -> list[Excess]:
     """The places where events ``rows`` (of one cluster) are more than sim predicts.
 
-    Per episode, sim predicts the smaller of its rate of their symptoms
-    (:meth:`Fleet.rate`) and ``look_alike``, the share of its own comparisons that
-    deviate like them: each bounds from above the rate of sim-like failures that do both,
-    so the test errs towards calling nowhere hot. A place is hot when the Poisson chance
+    Per episode, sim predicts its rate of their symptoms (:meth:`Fleet.rate`) times
+    ``look_alike``, the share of its own failures whose comparisons deviate like them:
+    the rate of sim-like failures that do both. A place is hot when the Poisson chance
     of as many failures there is small: Benjamini-Hochberg at ``alpha`` over the places
     tested at its level (among a thousand robots, some twenty would pass ``alpha`` by
     chance). Robots are tested first, then each site on its failures beyond its hot
@@ -155,7 +154,7 @@ def excess(fleet: Fleet, rows: np.ndarray, look_alike: float, alpha: float) -> l
     rows = rows[fleet.placed[rows]]
     if rows.size == 0:
         return []
-    per_episode = min(fleet.rate(rows), look_alike)
+    per_episode = fleet.rate(rows) * look_alike
     cell = fleet.cell[rows]
     counts = np.bincount(cell, minlength=len(fleet.cells))
     expected = fleet.exposure * per_episode

@@ -82,6 +82,7 @@ class Signatures:
             success-vs-success) comparisons the scores were calibrated on: how far a
             comparison strays where there is no gap.
         null_z: ``(n_null, n_segments, n_channels)`` the same comparisons' segment scores.
+        null_failed: ``(n_null,)`` whether each of them ends at a sim failure.
     """
 
     episode_ids: tuple[str, ...]
@@ -99,6 +100,7 @@ class Signatures:
     nearest: list[list[str]]
     null_effects: np.ndarray
     null_z: np.ndarray
+    null_failed: np.ndarray
 
     def family(self, name: str) -> np.ndarray:
         """``(n,)`` one column of :attr:`family_scores`."""
@@ -311,7 +313,8 @@ def signatures(
         drift[i] = scorer.drift(family[i, :system + 1], float(task_scope[i]))
     return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z, effects,
                       family, onset, novelty, flagged, evidence, channel_system, drift,
-                      nearest, scorer.null_effects_, scorer.null_z_)
+                      nearest, scorer.null_effects_, scorer.null_z_,
+                      scorer.null_failed_)
 
 
 def _against_successes(

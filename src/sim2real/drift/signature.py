@@ -115,11 +115,14 @@ class DriftScorer:
         self.top_channels = top_channels
         self.onset_threshold = onset_threshold
 
-    def fit(self, null: list[SegmentDiff], channel_scale: np.ndarray) -> DriftScorer:
+    def fit(self, null: list[SegmentDiff], channel_scale: np.ndarray,
+            failed: np.ndarray | None = None) -> DriftScorer:
         """Learn the pooled spread and the null medians that calibrate every score.
 
         Args:
             null: comparisons where no gap exists (sim vs sim, success vs success).
+            failed: ``(len(null),)`` whether each comparison's window ends at a sim
+                failure (kept as ``null_failed_``); ``None``: none does.
             channel_scale: ``(n_channels,)`` each channel's spread over all of the
                 reference data. A tenth of it bounds the pooled spread from below: where sim
                 is nearly deterministic (a closed gripper's force), a tiny spread would
@@ -135,6 +138,8 @@ class DriftScorer:
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0
         self.null_z_, self.null_effects_, fam, seg = self._raw(null)
+        self.null_failed_ = (np.zeros(len(null), dtype=bool) if failed is None
+                             else np.asarray(failed, dtype=bool))
         self.family_scale_ = _widened(_positive(np.nanmedian(fam, axis=0)), fam, SIGNIFICANT)
         # Onset is decided by a family's strongest segment: widen on the segments' maxima.
         median = _positive(np.nanmedian(seg, axis=0))
