@@ -119,7 +119,7 @@ def signature_features(
     null_failed = like.null_failed if like is not None else sig.null_failed
     level, size = _level_size(sig.z)
     bands = like.bands if like is not None else np.stack(
-        [_dead_band(b, len(sig.channels), tail) for b in _level_size(np.nan_to_num(sig.null_z))])
+        [_dead_band(b, len(sig.channels), tail) for b in _level_size(sig.null_z)])
     shrunk = np.column_stack([_shrink(level, bands[0]), _shrink(size, bands[1])])
     novelty = np.column_stack([np.log1p(v) for v in sig.novelty.scores.values()]) \
         if sig.novelty.scores else np.zeros((n, 0))

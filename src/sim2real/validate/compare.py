@@ -169,10 +169,9 @@ def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
     members, clusters = _report_clusters(diagnosis, findings, ids, previous)
     if failures.num_rows:
         sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
-        label = dict(zip(failures["episode_id"].to_pylist(),
-                         strings(failures, "failure_label").tolist(), strict=True))
-        symptoms = np.array([label[e] for e in sig.episode_ids], dtype=object)
-        cand_features = signature_features(sig, like=diagnosis.features, symptoms=symptoms)
+        # Signatures come in the failures' row order, as in diagnose.
+        cand_features = signature_features(sig, like=diagnosis.features,
+                                           symptoms=strings(failures, "failure_label"))
     else:
         cand_features = diagnosis.features.take(np.zeros(0, dtype=int))
     if previous is None:
