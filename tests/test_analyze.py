@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -127,6 +128,9 @@ def test_cli_analyze_writes_the_run_folder(standard: World, tmp_path: Path) -> N
     assert "fastest growing" in result.output
     assert {p.name for p in out.iterdir()} >= {"report.json", "report.html",
                                                "signatures.parquet", "traces.parquet"}
+    names = pq.read_schema(out / "signatures.parquet").names
+    channels = [n[2:] for n in names if n.startswith("z.")]
+    assert channels and [n[6:] for n in names if n.startswith("rough.")] == channels
 
 
 def test_help_reads_like_a_manual() -> None:

@@ -56,12 +56,13 @@ def _signatures(z: np.ndarray, null_z: np.ndarray, dynamics: float = 0.0) -> Sig
     family[:, 1] = dynamics
     return Signatures(
         episode_ids=tuple(f"e{i}" for i in range(n)), channels=("joint_pos", "contact_force"),
-        channel_families=("dynamics", "dynamics"), z=z, effects=_strongest(z),
+        channel_families=("dynamics", "dynamics"), z=z, rough=np.zeros((n, 2)),
+        effects=_strongest(z),
         family_scores=family, onset=np.full((n, 4), 4 if dynamics < 2.5 else 0),
         novelty=Novelty({}, [[] for _ in range(n)]), sys_values=[[] for _ in range(n)],
         sys_evidence=np.zeros(n), system_channels=np.zeros(n), drift_score=np.ones(n),
         nearest=[[] for _ in range(n)], null_effects=_strongest(null_z), null_z=null_z,
-        null_failed=np.zeros(len(null_z), dtype=bool))
+        null_rough=np.zeros((len(null_z), 2)), null_failed=np.zeros(len(null_z), dtype=bool))
 
 
 def _strongest(z: np.ndarray) -> np.ndarray:

@@ -20,12 +20,14 @@ def _signatures(perception: float, dynamics: float, n: int = 12,
     return Signatures(
         episode_ids=tuple(f"e{i}" for i in range(n)), channels=("pose_err", "wheel_slip"),
         channel_families=("perception", "dynamics"), z=np.zeros((n, 4, 2)),
+        rough=np.zeros((n, 2)),
         effects=np.tile([perception, dynamics], (n, 1)), family_scores=scores,
         onset=np.zeros((n, 4)), novelty=Novelty({}, [[] for _ in range(n)]),
         sys_values=[[] for _ in range(n)], sys_evidence=np.zeros(n),
         system_channels=np.full(n, system), drift_score=np.full(n, perception),
         nearest=[[] for _ in range(n)], null_effects=np.zeros((0, 2)),
-        null_z=np.zeros((0, 4, 2)), null_failed=np.zeros(0, dtype=bool))
+        null_z=np.zeros((0, 4, 2)), null_rough=np.zeros((0, 2)),
+        null_failed=np.zeros(0, dtype=bool))
 
 
 def _taxonomy(sig: Signatures, **hints: Any) -> str:

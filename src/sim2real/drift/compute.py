@@ -68,6 +68,8 @@ class Signatures:
         channels: sim-compared channels first, then success-compared ones.
         channel_families: family of each channel.
         z: ``(n, n_segments, n_channels)`` standardised segment differences.
+        rough: ``(n, n_channels)`` standardised roughness differences (how much more a
+            channel jitters or spikes than in the matches, whatever its level).
         effects: ``(n, n_channels)`` signed per-channel effect.
         family_scores: ``(n, 5)`` calibrated scores in :data:`SCORE_FAMILIES` order.
         onset: ``(n, 4)`` first deviating segment per channel family.
@@ -82,6 +84,7 @@ class Signatures:
             success-vs-success) comparisons the scores were calibrated on: how far a
             comparison strays where there is no gap.
         null_z: ``(n_null, n_segments, n_channels)`` the same comparisons' segment scores.
+        null_rough: ``(n_null, n_channels)`` and their roughness scores.
         null_failed: ``(n_null,)`` whether each of them ends at a sim failure.
     """
 
@@ -89,6 +92,7 @@ class Signatures:
     channels: tuple[str, ...]
     channel_families: tuple[str, ...]
     z: np.ndarray
+    rough: np.ndarray
     effects: np.ndarray
     family_scores: np.ndarray
     onset: np.ndarray
@@ -100,6 +104,7 @@ class Signatures:
     nearest: list[list[str]]
     null_effects: np.ndarray
     null_z: np.ndarray
+    null_rough: np.ndarray
     null_failed: np.ndarray
 
     def family(self, name: str) -> np.ndarray:
@@ -144,7 +149,8 @@ def compare(
     nearest: list[list[str]] = [[] for _ in range(n)]
     for chunk, part in zip(chunks, parts, strict=True):
         for j, i in enumerate(chunk):
-            diffs[i] = SegmentDiff(part.diff[j], part.spread[j], part.n_ref[j])
+            diffs[i] = SegmentDiff(part.diff[j], part.spread[j], part.n_ref[j],
+                                   part.rough[j], part.rough_spread[j])
             nearest[i] = part.nearest[j]
     return diffs, nearest
 
@@ -187,13 +193,15 @@ class _ChunkResult(NamedTuple):
 
     Attributes:
         diff, spread: ``(m, n_segments, n_channels)``.
-        n_ref: ``(m, n_channels)``.
+        n_ref, rough, rough_spread: ``(m, n_channels)``.
         nearest: per query, the matched sim IDs.
     """
 
     diff: np.ndarray
     spread: np.ndarray
     n_ref: np.ndarray
+    rough: np.ndarray
+    rough_spread: np.ndarray
     nearest: list[list[str]]
 
 
@@ -242,8 +250,11 @@ def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
         for j, diff in enumerate(_against_successes(job, prepared, windows[:, :, ref_channels])):
             parts[j].append(diff)
     joined = [SegmentDiff.join(p) for p in parts]
-    return _ChunkResult(np.stack([d.diff for d in joined]), np.stack([d.spread for d in joined]),
-                        np.stack([d.n_ref for d in joined]), nearest)
+    def stacked(field: str) -> np.ndarray:
+        return np.stack([getattr(d, field) for d in joined])
+
+    return _ChunkResult(stacked("diff"), stacked("spread"), stacked("n_ref"), stacked("rough"),
+                        stacked("rough_spread"), nearest)
 
 
 def _diffs(windows: np.ndarray, references: list[np.ndarray],
@@ -311,10 +322,10 @@ def signatures(
         family[i, system] = max(family[i, system], evidence[i])
         family[i, -1] = task_scope[i]
         drift[i] = scorer.drift(family[i, :system + 1], float(task_scope[i]))
-    return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z, effects,
-                      family, onset, novelty, flagged, evidence, channel_system, drift,
-                      nearest, scorer.null_effects_, scorer.null_z_,
-                      scorer.null_failed_)
+    return Signatures(tuple(episode_ids), tuple(channels), tuple(channel_families), z,
+                      scorer.rough_scores(diffs), effects, family, onset, novelty, flagged,
+                      evidence, channel_system, drift, nearest, scorer.null_effects_,
+                      scorer.null_z_, scorer.null_rough_, scorer.null_failed_)
 
 
 def _against_successes(

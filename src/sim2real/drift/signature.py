@@ -20,6 +20,7 @@ __all__ = [
     "SIGNIFICANT",
     "DriftScorer",
     "SegmentDiff",
+    "roughness",
     "segment_diff",
     "segment_diffs",
     "segment_means",
@@ -42,11 +43,16 @@ class SegmentDiff:
         diff: ``(n_segments, n_channels)`` window mean minus reference mean.
         spread: ``(n_segments, n_channels)`` standard deviation among the references.
         n_ref: ``(n_channels,)`` how many reference episodes each spread comes from.
+        rough: ``(n_channels,)`` the window's roughness (:func:`roughness`) minus the
+            references' mean roughness.
+        rough_spread: ``(n_channels,)`` standard deviation of the references' roughness.
     """
 
     diff: np.ndarray
     spread: np.ndarray
     n_ref: np.ndarray
+    rough: np.ndarray
+    rough_spread: np.ndarray
 
     @staticmethod
     def join(parts: list[SegmentDiff]) -> SegmentDiff:
@@ -55,6 +61,8 @@ class SegmentDiff:
             np.concatenate([p.diff for p in parts], axis=1),
             np.concatenate([p.spread for p in parts], axis=1),
             np.concatenate([p.n_ref for p in parts]),
+            np.concatenate([p.rough for p in parts]),
+            np.concatenate([p.rough_spread for p in parts]),
         )
 
 
@@ -74,13 +82,35 @@ def segment_diffs(windows: np.ndarray, references: np.ndarray,
     """
     m, k = references.shape[:2]
     mine = segment_means(windows, n_segments)
-    refs = segment_means(references.reshape(m * k, *references.shape[2:]), n_segments)
-    refs = refs.reshape(m, k, *refs.shape[1:])
+    flat = references.reshape(m * k, *references.shape[2:])
+    refs = segment_means(flat, n_segments).reshape(m, k, n_segments, flat.shape[-1])
+    ref_rough = roughness(flat).reshape(m, k, flat.shape[-1])
+    diff, spread = _centred(mine, refs)
+    rough, rough_spread = _centred(roughness(windows), ref_rough)
+    return [SegmentDiff(diff[i], spread[i], np.full(windows.shape[-1], k), rough[i],
+                        rough_spread[i]) for i in range(m)]
+
+
+def _centred(mine: np.ndarray, refs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mine`` ``(m, ...)`` less the mean of its references ``refs`` ``(m, k, ...)``, and
+    their standard deviation (0 with fewer than two)."""
     with _quiet():
         centre = np.nanmean(refs, axis=1)
-        spread = np.nanstd(refs, axis=1, ddof=1) if k > 1 else np.zeros_like(centre)
-    diff, spread = mine - centre, np.nan_to_num(spread)
-    return [SegmentDiff(diff[i], spread[i], np.full(windows.shape[-1], k)) for i in range(m)]
+        spread = np.nanstd(refs, axis=1, ddof=1) if refs.shape[1] > 1 else np.zeros_like(centre)
+    return mine - centre, np.nan_to_num(spread)
+
+
+def roughness(windows: np.ndarray) -> np.ndarray:
+    """``(n, n_points, c)`` -> ``(n, c)`` the RMS of each channel's step changes
+    (consecutive samples), NaN where a channel has no two consecutive samples.
+
+    What segment means average away: a contact spike of a few samples, a sensor's jitter.
+    Two windows of one level and shape but different roughness (an impact against a slow
+    push, a noisy sensor against a clean one) differ here.
+    """
+    steps = np.diff(np.asarray(windows, dtype=np.float64), axis=1)
+    with _quiet():
+        return np.sqrt(np.nanmean(steps * steps, axis=1))
 
 
 class DriftScorer:
@@ -128,16 +158,16 @@ class DriftScorer:
                 is nearly deterministic (a closed gripper's force), a tiny spread would
                 turn any difference into hundreds of sigma.
         """
-        spreads = np.stack([d.spread for d in null])
-        with _quiet():
-            floor = np.nanmedian(np.where(spreads > 0, spreads, np.nan), axis=0)
-        floor = np.where(np.isfinite(floor) & (floor > 0), floor, 0.0)
+        floor = _median_positive(np.stack([d.spread for d in null]))
         lower = _MIN_RELATIVE_SPREAD * np.where(channel_scale > 0, channel_scale, 1.0)
         self.floor_ = np.maximum(floor, lower[None, :])
+        self.rough_floor_ = np.maximum(_median_positive(
+            np.stack([d.rough_spread for d in null])[:, None, :])[0], lower)
         self.family_scale_ = np.ones(len(CHANNEL_FAMILIES))
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0
         self.null_z_, self.null_effects_, fam, seg = self._raw(null)
+        self.null_rough_ = self.rough_scores(null)
         self.null_failed_ = (np.zeros(len(null), dtype=bool) if failed is None
                              else np.asarray(failed, dtype=bool))
         self.family_scale_ = _widened(_positive(np.nanmedian(fam, axis=0)), fam, SIGNIFICANT)
@@ -188,12 +218,19 @@ class DriftScorer:
 
     def _zscores(self, diffs: list[SegmentDiff]) -> np.ndarray:
         """``(n, n_segments, n_channels)``: :meth:`zscores` of each comparison."""
-        diff = np.stack([d.diff for d in diffs])
-        spread = np.stack([d.spread for d in diffs])
-        dof = np.maximum(np.stack([d.n_ref for d in diffs]) - 1, 0)[:, None, :]
-        pooled = np.sqrt((dof * spread**2 + self.shrinkage * self.floor_**2)
-                         / (dof + self.shrinkage))
-        return np.nan_to_num(diff / pooled)
+        n_ref = np.stack([d.n_ref for d in diffs])[:, None, :]
+        return np.nan_to_num(_pooled_ratio(np.stack([d.diff for d in diffs]),
+                                           np.stack([d.spread for d in diffs]), n_ref,
+                                           self.floor_, self.shrinkage))
+
+    def rough_scores(self, diffs: list[SegmentDiff]) -> np.ndarray:
+        """``(n, n_channels)`` each comparison's roughness difference in units of the
+        pooled spread of the references' roughness (0 where unrecorded)."""
+        if not diffs:
+            return np.zeros((0, self.rough_floor_.shape[0]))
+        return np.nan_to_num(_pooled_ratio(
+            np.stack([d.rough for d in diffs]), np.stack([d.rough_spread for d in diffs]),
+            np.stack([d.n_ref for d in diffs]), self.rough_floor_, self.shrinkage))
 
     def _raw(
         self, diffs: list[SegmentDiff]
@@ -271,6 +308,21 @@ def _widened(scale: np.ndarray, null: np.ndarray, threshold: float) -> np.ndarra
     ``null`` scores ``(n_null, n_families)`` would reach ``threshold`` in its units."""
     tail = np.nanquantile(null / scale, 1.0 - _NULL_TAIL, axis=0)
     return scale * np.maximum(1.0, np.nan_to_num(tail / threshold, nan=1.0))
+
+
+def _pooled_ratio(diff: np.ndarray, spread: np.ndarray, n_ref: np.ndarray, floor: np.ndarray,
+                  shrinkage: float) -> np.ndarray:
+    """``diff`` over the references' ``spread`` shrunk towards the pooled ``floor`` by
+    ``shrinkage`` pseudo-references (a spread among ~5 matches alone is too noisy)."""
+    dof = np.maximum(n_ref - 1, 0)
+    return diff / np.sqrt((dof * spread**2 + shrinkage * floor**2) / (dof + shrinkage))
+
+
+def _median_positive(spreads: np.ndarray) -> np.ndarray:
+    """``(n, ..., c)`` -> ``(..., c)`` the median of the positive spreads (0 where none)."""
+    with _quiet():
+        floor = np.nanmedian(np.where(spreads > 0, spreads, np.nan), axis=0)
+    return np.where(np.isfinite(floor) & (floor > 0), floor, 0.0)
 
 
 def _positive(x: np.ndarray) -> np.ndarray:

@@ -290,6 +290,8 @@ def _signature_table(diagnosis: Diagnosis, cluster_of: np.ndarray) -> pa.Table:
     }
     for j, channel in enumerate(sig.channels):
         columns[f"z.{channel}"] = sig.effects[:, j]
+    for j, channel in enumerate(sig.channels):
+        columns[f"rough.{channel}"] = sig.rough[:, j]
     for k, family in enumerate(SCORE_FAMILIES):
         columns[f"family.{family}"] = sig.family_scores[:, k]
     return pa.table(columns)
