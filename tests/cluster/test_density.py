@@ -1,6 +1,7 @@
 """The clustering space and its density clusters: a faint failure joins the cluster it
 deviates along and sim-like noise does not; each channel loses its own no-gap band; a
-channel that strays both ways is one cause; symptoms tell sim-like failures apart."""
+channel that strays both ways is one cause, and so is one that spikes only sometimes;
+symptoms tell sim-like failures apart."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, np.ndarray]:
     truth = np.array(["strong"] * 40 + ["faint"] * 10 + ["sim_like"] * 10)
     bands = np.full((2, _CHANNELS), 3.0)
     return FeatureSpace(values, groups, columns, ((), (), ()), effects, null,
-                        np.zeros(len(null), dtype=bool), bands), truth
+                        np.zeros(len(null), dtype=bool), bands, np.zeros(0, dtype=int)), truth
 
 
 def test_faint_events_join_the_cluster_they_deviate_along() -> None:
@@ -47,22 +48,27 @@ def test_predict_attaches_new_events_by_the_same_rule() -> None:
     np.testing.assert_array_equal(clusterer.predict(space), clusterer.labels_)
 
 
-def _signatures(z: np.ndarray, null_z: np.ndarray, dynamics: float = 0.0) -> Signatures:
+def _signatures(z: np.ndarray, null_z: np.ndarray, dynamics: float = 0.0,
+                rough: np.ndarray | None = None) -> Signatures:
     """Events with segment scores ``z`` ``(n, 4, 2)`` on a quiet and a spiky dynamics
     channel, the dynamics family scored ``dynamics`` (deviating from the first segment
-    where that passes 2.5), and the no-gap comparisons' scores ``null_z``."""
+    where that passes 2.5), the no-gap comparisons' scores ``null_z``, and the events'
+    roughness scores ``rough`` ``(n, 2)`` (default none; the no-gap comparisons' are
+    standard normal)."""
     n = len(z)
+    rough = np.zeros((n, 2)) if rough is None else rough
     family = np.zeros((n, 5))
     family[:, 1] = dynamics
     return Signatures(
         episode_ids=tuple(f"e{i}" for i in range(n)), channels=("joint_pos", "contact_force"),
-        channel_families=("dynamics", "dynamics"), z=z, rough=np.zeros((n, 2)),
+        channel_families=("dynamics", "dynamics"), z=z, rough=rough,
         effects=_strongest(z),
         family_scores=family, onset=np.full((n, 4), 4 if dynamics < 2.5 else 0),
         novelty=Novelty({}, [[] for _ in range(n)]), sys_values=[[] for _ in range(n)],
         sys_evidence=np.zeros(n), system_channels=np.zeros(n), drift_score=np.ones(n),
         nearest=[[] for _ in range(n)], null_effects=_strongest(null_z), null_z=null_z,
-        null_rough=np.zeros((len(null_z), 2)), null_failed=np.zeros(len(null_z), dtype=bool))
+        null_rough=np.random.default_rng(9).normal(0.0, 1.0, (len(null_z), 2)),
+        null_failed=np.zeros(len(null_z), dtype=bool))
 
 
 def _strongest(z: np.ndarray) -> np.ndarray:
@@ -116,3 +122,18 @@ def test_failures_that_look_like_sims_own_are_told_apart_by_their_symptom() -> N
                                like=space, symptoms=np.array(["tipped_over"], object))
     np.testing.assert_array_equal(later.values[0, 4:], space.values[58, 4:])
     assert clusterer.predict(later)[0] == -1
+
+
+def test_a_cause_that_spikes_in_some_windows_and_not_in_others_is_one_cause() -> None:
+    rng = np.random.default_rng(4)
+    null = rng.normal(0.0, 1.0, (500, 4, 2))
+    # A slipping grip: every failure's contact force 6 sigma off sim's; in half of the
+    # windows the slip also spiked (roughness 20 sigma), in the other half it crept.
+    z = np.zeros((60, 4, 2))
+    z[:, :, 1] = rng.normal(6.0, 0.5, (60, 4))
+    rough = np.zeros((60, 2))
+    rough[:30, 1] = rng.normal(20.0, 2.0, 30)
+    space = signature_features(_signatures(z, null, dynamics=6.0, rough=rough))
+    assert space.values[:30, 5].min() > 0.5 and np.all(space.values[30:, 5] == 0.0)
+    labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
+    assert labels.min() >= 0 and len(set(labels)) == 1

@@ -85,7 +85,8 @@ def _space(rng: np.random.Generator) -> tuple[FeatureSpace, list[str], np.ndarra
     truth = np.array(["cause"] * 30 + ["look-alike"] * 3 + ["cause"] * 6 + ["faint"] * 6)
     bands = np.full((2, effects.shape[1]), 3.0)
     failed = np.arange(len(null)) < 6  # sim's 2 % of drops among its 300 comparisons
-    space = FeatureSpace(values, groups, columns, ((), (), ()), effects, null, failed, bands)
+    space = FeatureSpace(values, groups, columns, ((), (), ()), effects, null, failed, bands,
+                         np.zeros(0, dtype=int))
     return space, robots, truth
 
 

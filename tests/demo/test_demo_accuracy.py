@@ -1,9 +1,10 @@
 """The small MuJoCo demo's reports, scored against their answer keys.
 
 The issue's bar is ARI >= 0.8. Measured with the analysis as it stands (seeds 0, 1, 2 of
-the small demo, generator version 5, on the 2-core CI-class machine): ARI 0.90, 0.82,
-0.85 (mean 0.85), every cause's taxonomy right, the fastest-growing cause found; held-out
-seeds 3 and 4 read 0.93 and 0.91. MuJoCo's floating point differs between CPUs (an
+the small demo, generator version 5, on the 2-core CI-class machine): ARI 0.81, 0.80,
+0.80 (mean 0.80; 0.90, 0.82, 0.85 when first measured, before the zoo's worlds reshaped
+the clustering), every cause's taxonomy right, the fastest-growing cause found; held-out
+seeds 3 and 4 read 0.90 and 0.89. MuJoCo's floating point differs between CPUs (an
 earlier machine moved single seeds by up to 0.06), and 116 to 138 events leave ARI
 sensitive to a handful of them, so the issue's bar is held on the mean of three seeds,
 with a floor under each. The taxonomy, fastest-growing and no-confident-wrong assertions
@@ -23,9 +24,9 @@ from sim2real.demo import generate
 from sim2real.demo.scoring import ScoreCard, score_report
 
 _SEEDS = (0, 1, 2)
-# The issue's bar, on the mean over _SEEDS (measured 0.85).
+# The issue's bar, on the mean over _SEEDS (measured 0.80).
 _MEAN_ARI_BAR = 0.8
-# No seed may fall far below it (measured at least 0.82).
+# No seed may fall far below it (measured at least 0.80).
 _SEED_ARI_FLOOR = 0.75
 
 
