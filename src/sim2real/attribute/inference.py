@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim2real.drift.signature import segment_means
+from sim2real.drift.signature import roughness, segment_means
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.matcher import RolloutBank, context_scale, window_times
@@ -359,11 +359,7 @@ def _roughness(windows: np.ndarray, scale: np.ndarray) -> np.ndarray:
     that holds still (a noise-free sim signal, a flag) would otherwise be ``log 0``, and
     its tiniest jitter an unbounded deviation.
     """
-    steps = np.diff(windows, axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a channel without any step
-        rms = np.sqrt(np.nanmean(steps * steps, axis=1))
-    return np.log(np.maximum(rms, _ROUGH_FLOOR * scale))
+    return np.log(np.maximum(roughness(windows), _ROUGH_FLOOR * scale))
 
 
 def _spread_rows(n: int) -> np.ndarray:
