@@ -1,7 +1,9 @@
-"""Naming a cluster's family: what sim's parameters say outranks which channels show most."""
+"""Naming a cluster's family: what sim's parameters say outranks which channels show most;
+the explanation names a channel that spikes beyond sim's own."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -67,3 +69,16 @@ def test_system_channels_outrank_a_physical_explanation() -> None:
     assert _taxonomy(late, explanation=light) == "deployment_system_noise"
     dim = _signatures(7.5, 1.0, system=1.0)
     assert _taxonomy(dim, explanation=light) == "perception_drift"
+
+
+def test_the_explanation_names_a_channel_that_spikes_beyond_sims_own() -> None:
+    impacts = dataclasses.replace(
+        _signatures(0.5, 6.0), rough=np.tile([0.4, 14.0], (12, 1)),
+        null_rough=np.random.default_rng(0).normal(0.0, 1.0, (300, 2)))
+    rows = np.arange(12)
+    places = np.full(12, None, dtype=object)
+    text = label_cluster(impacts, rows, places, places).explanation
+    assert "wheel_slip jitters or spikes more than in the sim rollouts (roughness +14.0σ)" in text
+    # A roughness within what sim-vs-sim comparisons show is not cited.
+    calm = dataclasses.replace(impacts, rough=np.tile([0.4, 1.5], (12, 1)))
+    assert "roughness" not in label_cluster(calm, rows, places, places).explanation

@@ -310,7 +310,25 @@ def _explain(
     else:
         relation = f", while {other} matches {short} ({medians[other]:.1f}x)"
     return (f"{family.capitalize()} differs from the nearest {words['runs']}: {lead}"
-            f"{relation}.{located}")
+            f"{relation}.{_rough(sig, rows, family, words)}{located}")
+
+
+def _rough(sig: Signatures, rows: np.ndarray, family: str, words: dict[str, str]) -> str:
+    """The family's channel whose roughness (:attr:`Signatures.rough`) deviates most, where
+    its median over the cluster passes both :data:`SIGNIFICANT` and what 95 % of the
+    no-gap comparisons show on it: an impact or a jitter the segment means average away."""
+    own = np.flatnonzero(np.array(sig.channel_families) == family)
+    if own.size == 0 or len(sig.null_rough) == 0:
+        return ""
+    median = np.median(sig.rough[np.ix_(rows, own)], axis=0)
+    routine = np.quantile(np.abs(sig.null_rough[:, own]), 0.95, axis=0)
+    passed = np.flatnonzero(np.abs(median) > np.maximum(routine, SIGNIFICANT))
+    if passed.size == 0:
+        return ""
+    j = passed[np.argmax(np.abs(median[passed]))]
+    more = "more" if median[j] > 0 else "less"
+    return (f" {sig.channels[own[j]]} jitters or spikes {more} than in the "
+            f"{words['runs']} (roughness {median[j]:+.1f}σ).")
 
 
 # The words explanations and actions use for what the failures were compared with.
