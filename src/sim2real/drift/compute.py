@@ -250,6 +250,7 @@ def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
         for j, diff in enumerate(_against_successes(job, prepared, windows[:, :, ref_channels])):
             parts[j].append(diff)
     joined = [SegmentDiff.join(p) for p in parts]
+
     def stacked(field: str) -> np.ndarray:
         return np.stack([getattr(d, field) for d in joined])
 

@@ -179,8 +179,8 @@ class DriftScorer:
         floor = _median_positive(np.stack([d.spread for d in null]))
         lower = _MIN_RELATIVE_SPREAD * np.where(channel_scale > 0, channel_scale, 1.0)
         self.floor_ = np.maximum(floor, lower[None, :])
-        self.rough_floor_ = np.maximum(_median_positive(
-            np.stack([d.rough_spread for d in null])[:, None, :])[0], lower)
+        self.rough_floor_ = np.maximum(
+            _median_positive(np.stack([d.rough_spread for d in null])), lower)
         self.family_scale_ = np.ones(len(CHANNEL_FAMILIES))
         self.segment_scale_ = np.ones((len(CHANNEL_FAMILIES), self.floor_.shape[0]))
         self.drift_scale_ = 1.0
