@@ -12,7 +12,7 @@ from sim2real.cluster.location import Excess, Fleet, excess
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
 
-__all__ = ["SAMPLE_ABOVE", "FailureClusterer", "FeatureSpace", "signature_features"]
+__all__ = ["MIN_REACH", "SAMPLE_ABOVE", "FailureClusterer", "FeatureSpace", "signature_features"]
 
 # Above this many events HDBSCAN runs on a seeded sample of this size and every other event
 # is attached by the same nearest-member rule as HDBSCAN's own rim: HDBSCAN's cost grows
@@ -76,7 +76,7 @@ class FeatureSpace:
 # as much; an event this close to a cluster's member belongs to it even where the
 # cluster's dense core is tighter.
 MAX_NORM = 1.5
-_MIN_REACH = MAX_NORM / 1.5
+MIN_REACH = MAX_NORM / 1.5
 
 
 def signature_features(
@@ -404,7 +404,7 @@ class FailureClusterer:
             # Failures that look like sim's own form a cluster only where they have
             # structure of their own; a featureless blob of them is no finding.
             model = _DensityClusterer(size, self.min_samples, self.sample_above, self.seed,
-                                      min_reach=_MIN_REACH, merge_cosine=MERGE_COSINE,
+                                      min_reach=MIN_REACH, merge_cosine=MERGE_COSINE,
                                       single=group != "unexplained")
             model.fit(space.values[np.ix_(rows, cols)],
                       merge_on=np.flatnonzero(~np.isin(cols, space.roughness)))

@@ -44,7 +44,12 @@ from sklearn.neighbors import NearestNeighbors
 from sim2real._columns import strings
 from sim2real._progress import Stages
 from sim2real._scratch import scratch_folder
-from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
+from sim2real.cluster.density import (
+    MIN_REACH,
+    FailureClusterer,
+    FeatureSpace,
+    signature_features,
+)
 from sim2real.cluster.identity import Identity, assign_ids
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.cluster.trend import rate_ratio_pvalue
@@ -74,7 +79,6 @@ ALPHA = 0.05
 _POWER = 0.8
 _EFFECT = 0.5  # the change the power calculation asks about: a halving of the rate
 _MAX_FACTOR = 1000.0  # candidate exposure searched up to this multiple of the baseline's
-_MIN_REACH = 1.0  # channel columns are capped at norm 1.5: closer than this is the same
 
 
 def validate(
@@ -248,7 +252,7 @@ class _Assigner:
     """Nearest-member assignment to labelled failures ``(n, n_features)``: an event joins
     the cluster of its nearest labelled member when it lies within that cluster's reach (the
     95th percentile of its members' distances to their nearest fellow member, at least
-    :data:`_MIN_REACH`).
+    :data:`~sim2real.cluster.density.MIN_REACH`, as in the clustering).
 
     Nearest members come from a KD-tree: the brute-force distances of a large fleet's
     40,000 failures against each other took 280 of the 670 s ``validate`` ran on it."""
@@ -262,11 +266,11 @@ class _Assigner:
         for label in set(self.labels.tolist()):
             mine = self.values[self.labels == label]
             if len(mine) < 2:
-                self.reach[label] = _MIN_REACH
+                self.reach[label] = MIN_REACH
                 continue
             # Its second neighbour: the first is the member itself (or its duplicate, as near).
             dist, _ = _tree(mine).kneighbors(mine, n_neighbors=2)
-            self.reach[label] = max(float(np.quantile(dist[:, 1], 0.95)), _MIN_REACH)
+            self.reach[label] = max(float(np.quantile(dist[:, 1], 0.95)), MIN_REACH)
         self._reach = np.array([self.reach[lab] for lab in self.labels.tolist()])
         self._index = _tree(self.values) if len(self.values) else None
 
