@@ -1,13 +1,15 @@
 """The clustering space and its density clusters: a faint failure joins the cluster it
 deviates along and sim-like noise does not; each channel loses its own no-gap band; a
 channel that strays both ways is one cause, and so is one that spikes only sometimes;
-symptoms tell sim-like failures apart."""
+symptoms tell sim-like failures apart; aligned clusters merge only where they strike the
+same robots."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from sim2real.cluster.density import FailureClusterer, FeatureSpace, signature_features
+from sim2real.cluster.location import Fleet
 from sim2real.drift.compute import Signatures
 from sim2real.drift.evidence import Novelty
 
@@ -137,3 +139,32 @@ def test_a_cause_that_spikes_in_some_windows_and_not_in_others_is_one_cause() ->
     assert space.values[:30, 5].min() > 0.5 and np.all(space.values[30:, 5] == 0.0)
     labels = FailureClusterer(min_cluster_size=10).fit(space).labels_
     assert labels.min() >= 0 and len(set(labels)) == 1
+
+
+def _two_pushes(rng: np.random.Generator) -> FeatureSpace:
+    """30 failures with the contact force 6 sigma off sim's, then 30 with it 6 sigma off and
+    the joint pushed 3 sigma too: two dense clusters whose deviations point alike."""
+    null = rng.normal(0.0, 1.0, (500, 4, 2))
+    z = np.zeros((60, 4, 2))
+    z[:, :, 1] = rng.normal(6.0, 0.3, (60, 4))
+    z[30:, :, 0] = rng.normal(3.0, 0.3, (30, 4))
+    return signature_features(_signatures(z, null, dynamics=6.0))
+
+
+def _robots(cell: np.ndarray) -> Fleet:
+    cells = tuple((f"r{i}", "site_a") for i in range(4))
+    return Fleet(cells, cell, np.full(len(cells), 1000), np.full(len(cell), None, object),
+                 {None: 0.001})
+
+
+def test_aligned_clusters_merge_only_where_they_strike_the_same_robots() -> None:
+    space = _two_pushes(np.random.default_rng(6))
+    # Over the same four robots: one cause at two strengths.
+    mixed = FailureClusterer(min_cluster_size=10).fit(space, _robots(np.arange(60) % 4))
+    assert mixed.labels_.min() >= 0 and len(set(mixed.labels_)) == 1
+    # The first 30 on robots r0 and r1, the others on r2 and r3: two causes.
+    apart = FailureClusterer(min_cluster_size=10).fit(
+        space, _robots(np.repeat([0, 1, 2, 3], 15)))
+    labels = apart.labels_
+    assert len(set(labels[:30])) == 1 and len(set(labels[30:])) == 1
+    assert labels.min() >= 0 and labels[0] != labels[30]
