@@ -17,6 +17,7 @@ from sim2real.cli import main
 from sim2real.demo.synthetic import generate_world, standard_world, unchanged_world
 from sim2real.errors import UsageError
 from sim2real.validate import rate_comparison, validate
+from sim2real.validate.compare import _verdicts
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +64,29 @@ def test_unchanged_world_is_unchanged_everywhere(unchanged: Path) -> None:
     result = validate(unchanged / "dataset", deployments[:6], deployments[6:])
     assert result.model.clusters
     assert {c.verdict for c in result.model.clusters} == {"unchanged"}
+
+
+def test_targets_of_an_unchanged_world_stay_unchanged(unchanged: Path) -> None:
+    deployments = [f"w{i:02d}" for i in range(1, 9)]
+    report = analyze(unchanged / "dataset").model
+    targets = [c.cluster_id for c in report.clusters]
+    result = validate(unchanged / "dataset", deployments[:6], deployments[6:],
+                      previous=report, targets=targets)
+    assert targets and {c.verdict for c in result.model.clusters} == {"unchanged"}
+
+
+def test_a_target_is_asked_only_whether_it_shrank() -> None:
+    # 28 failures in 400 baseline episodes, none in 47 candidate ones: twice the one-sided
+    # p-value (0.046) misses 0.05; a fix's target asks the one-sided question itself.
+    tests = [("C1", "perception_drift", 28, 0, False), ("C2", "dynamics_mismatch", 5, 9, False)]
+    screened = {c.cluster_id: c for c in _verdicts(tests, 400, 47, set())}
+    targeted = {c.cluster_id: c for c in _verdicts(tests, 400, 47, {"C1"})}
+    assert screened["C1"].verdict == "unchanged" and targeted["C1"].verdict == "gone"
+    assert targeted["C1"].model_extra is not None
+    assert targeted["C1"].model_extra["test"] == "one-sided"
+    # A target that grew is told so by the test of every cluster.
+    assert screened["C2"].verdict == "grew"
+    assert _verdicts(tests, 400, 47, {"C2"})[1].verdict == "grew"
 
 
 def test_a_handful_of_events_cannot_shrink() -> None:

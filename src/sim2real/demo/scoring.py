@@ -288,10 +288,16 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
     report = sim2real.analyze(key.dataset, engine=LocalExecutor(1), scratch=scratch).model
     validation = None
     if key.validate is not None:
-        baseline, candidate, _ = key.validate
+        baseline, candidate, expected = key.validate
+        # As a team that deployed a fix names the clusters it was for: those holding the
+        # failures of the causes the world fixed.
+        found = score_report(report, dict(key.document)).cause_clusters
+        targets = sorted({cid for name, verdicts in expected.items() if "gone" in verdicts
+                          and (cid := found.get(name)) is not None})
         try:
             validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
-                                           previous=report, scratch=scratch).model
+                                           previous=report, targets=targets,
+                                           scratch=scratch).model
         except UsageError:  # refused (say, no baseline failure): no verdict is right
             validation = ValidationModel(baseline=list(baseline), candidate=list(candidate),
                                          clusters=[], dataset=str(key.dataset))

@@ -34,7 +34,8 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
 @click.option("--target", "targets", default="",
               callback=lambda _c, _p, v: [n.strip() for n in v.split(",") if n.strip()],
               help="Cluster IDs the fix was meant to shrink, comma-separated (e.g. C4; "
-                   "those of --previous): named first in the verdict.")
+                   "those of --previous): named first in the verdict, and asked the fix's "
+                   "own question, whether they shrank (a one-sided test).")
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")

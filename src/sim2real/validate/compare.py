@@ -25,6 +25,10 @@
    by 5 %) so that one of many clusters does not move by chance:
    ``shrank`` / ``grew`` (significant), ``gone`` (significant, no candidate failure left),
    ``unchanged`` (not significant), ``new`` (step 3).
+   The clusters a fix targets (``--target``) answer a question asked before the data: did
+   they shrink? For them that is a one-sided test of the same kind, adjusted over the
+   targets only, and the only way to ``shrank`` or ``gone``; the two-sided test over all
+   clusters can still find a target ``grew``.
 5. power: the candidate exposure that would detect a halving of the baseline rate with
    80 % power (the Wald test of the log rate ratio, its variance taken under the
    alternative: Zhu and Lakkis 2014); where unreachable with this baseline, said.
@@ -107,7 +111,8 @@ def validate(
             verdict under its ID, its failures placed where it put them (without it, the
             baseline's own analysis is the report).
         targets: the cluster IDs the fix was meant to shrink (those of ``previous``);
-            recorded, and named first on the page.
+            recorded, named first on the page, and tested one-sided for shrinking (see
+            the module docstring, step 4).
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
             instead of failing (see :func:`~sim2real.dataset.load_dataset`).
         scratch: where temporary files go (see :func:`sim2real.analyze`).
@@ -209,7 +214,7 @@ def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
         tests.append((cid, taxonomy, len(b_rows), len(c_rows), True))
         base_labels[b_rows], cand_labels[c_rows] = cid, cid
         next_k += 1
-    verdicts = _verdicts(tests, base_n, cand_n)
+    verdicts = _verdicts(tests, base_n, cand_n, set(targets))
     reported = {c.cluster_id for c in verdicts}
     assignments = (_assignments(diagnosis.events, base_labels, "baseline", reported)
                    + _assignments(failures, cand_labels, "candidate", reported))
@@ -361,17 +366,23 @@ def rate_comparison(b: int, e_b: float, c: int, e_c: float) -> tuple[
 
 
 def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
-              e_c: int) -> list[ValidationCluster]:
+              e_c: int, targets: set[str]) -> list[ValidationCluster]:
     raw = [rate_comparison(b, e_b, c, e_c) for _, _, b, c, _ in tests]
     pvals = [r[3] for r in raw]
     adjusted = stats.false_discovery_control(pvals, method="bh") if pvals else []
+    shrink = _target_tests(tests, e_b, e_c, targets)
     out = []
     for (cid, taxonomy, b, c, fresh), (ratio, lo, hi, p), p_adj in zip(tests, raw, adjusted,
                                                                         strict=True):
         significant = p_adj < ALPHA
         up = c / e_c > b / e_b
+        test = "two-sided"
         if fresh and not (significant and up):
             continue  # a group of leftovers that did not grow is no finding
+        if cid in shrink and not (significant and up):
+            # A target shrank only by the fix's own test; it grew only by every cluster's.
+            p, p_adj = shrink[cid]
+            significant, up, test = p_adj < ALPHA, False, "one-sided"
         if fresh or (b == 0 and significant and up):
             verdict = "new"  # no failure of it before: the cluster is new, not grown
         elif not significant:
@@ -382,17 +393,30 @@ def _verdicts(tests: list[tuple[str, str, int, int, bool]], e_b: int,
             verdict = "gone" if c == 0 else "shrank"
         needed = _exposure_needed(b, e_b)
         # Extension fields (see the module docstring) ride along through the model's
-        # ``extra="allow"``: p_adjusted, exposure_needed, more_exposure_needed, note.
+        # ``extra="allow"``: test, p_adjusted, exposure_needed, more_exposure_needed, note.
         out.append(ValidationCluster.model_validate({
             "cluster_id": cid, "taxonomy": taxonomy,
             "baseline": RateSummary(episodes=e_b, failures=b, rate=round(b / e_b, 6)),
             "candidate": RateSummary(episodes=e_c, failures=c, rate=round(c / e_c, 6)),
             "rate_ratio": _r(ratio), "ci_low": _r(lo), "ci_high": _r(hi),
-            "p_value": round(p, 6), "verdict": verdict, "p_adjusted": round(float(p_adj), 6),
-            "exposure_needed": needed,
+            "p_value": round(p, 6), "verdict": verdict, "test": test,
+            "p_adjusted": round(float(p_adj), 6), "exposure_needed": needed,
             "more_exposure_needed": None if needed is None else max(0, needed - e_c),
-            "note": _note(verdict, b, needed, e_c)}))
+            "note": _note(verdict, b, needed, e_c, test)}))
     return out
+
+
+def _target_tests(tests: list[tuple[str, str, int, int, bool]], e_b: int, e_c: int,
+                  targets: set[str]) -> dict[str, tuple[float, float]]:
+    """Each target cluster's one-sided p-value for a drop of its rate, and that p-value
+    adjusted over the targets (Benjamini-Hochberg)."""
+    aimed = [(cid, b, c) for cid, _, b, c, fresh in tests if cid in targets and not fresh]
+    if not aimed:
+        return {}
+    pvals = [rate_ratio_pvalue(c, e_c, b, e_b, "less") for _, b, c in aimed]
+    adjusted = stats.false_discovery_control(pvals, method="bh")
+    return {cid: (float(p), float(a))
+            for (cid, _, _), p, a in zip(aimed, pvals, adjusted, strict=True)}
 
 
 def _exposure_needed(b: int, e_b: int) -> int | None:
@@ -418,8 +442,11 @@ def _exposure_needed(b: int, e_b: int) -> int | None:
     return int(np.ceil(high))
 
 
-def _note(verdict: str, b: int, needed: int | None, e_c: int) -> str:
+def _note(verdict: str, b: int, needed: int | None, e_c: int, test: str) -> str:
     if verdict != "unchanged":
+        if test == "one-sided":
+            return (f"a target of the fix: shrank significantly by the one-sided test, "
+                    f"adjusted over the targets (alpha {ALPHA})")
         return f"significant after adjusting for clusters compared (alpha {ALPHA})"
     if needed is None:
         return (f"only {b} baseline failures: no candidate exposure can show a halving with "
