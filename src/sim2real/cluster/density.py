@@ -11,6 +11,7 @@ from sklearn.neighbors import NearestNeighbors
 from sim2real.cluster.location import Excess, Fleet, excess
 from sim2real.cluster.taxonomy import event_families
 from sim2real.drift.compute import Signatures
+from sim2real.drift.signature import routine
 
 __all__ = ["MIN_REACH", "SAMPLE_ABOVE", "FailureClusterer", "FeatureSpace", "signature_features"]
 
@@ -203,7 +204,7 @@ def _dead_band(null: np.ndarray, n_channels: int, tail: float) -> np.ndarray:
     ``null`` ``(n_null, n_channels)`` exceed in size."""
     if len(null) == 0:
         return np.full(n_channels, _DEFAULT_BAND)
-    return np.quantile(np.abs(null), 1.0 - tail, axis=0)
+    return routine(null, tail)
 
 
 def _cap(block: np.ndarray, max_norm: float) -> np.ndarray:

@@ -10,7 +10,12 @@ import numpy as np
 
 from sim2real.cluster.location import Excess
 from sim2real.drift.compute import Signatures
-from sim2real.drift.signature import CHANNEL_FAMILIES, SCORE_FAMILIES, SIGNIFICANT
+from sim2real.drift.signature import (
+    CHANNEL_FAMILIES,
+    SCORE_FAMILIES,
+    SIGNIFICANT,
+    routine,
+)
 
 __all__ = ["SIGNIFICANT", "ClusterLabel", "SimExplanation", "event_families", "label_cluster",
            "novel_context", "primary_family", "top_channels"]
@@ -321,8 +326,8 @@ def _rough(sig: Signatures, rows: np.ndarray, family: str, words: dict[str, str]
     if own.size == 0 or len(sig.null_rough) == 0:
         return ""
     median = np.median(sig.rough[np.ix_(rows, own)], axis=0)
-    routine = np.quantile(np.abs(sig.null_rough[:, own]), 0.95, axis=0)
-    passed = np.flatnonzero(np.abs(median) > np.maximum(routine, SIGNIFICANT))
+    usual = routine(sig.null_rough[:, own], 0.05)
+    passed = np.flatnonzero(np.abs(median) > np.maximum(usual, SIGNIFICANT))
     if passed.size == 0:
         return ""
     j = passed[np.argmax(np.abs(median[passed]))]

@@ -21,6 +21,7 @@ __all__ = [
     "DriftScorer",
     "SegmentDiff",
     "roughness",
+    "routine",
     "segment_diff",
     "segment_diffs",
     "segment_means",
@@ -272,6 +273,13 @@ class DriftScorer:
         """The family that drifts most: a gap in one family is not diluted by the others."""
         present = [i for i, name in enumerate(CHANNEL_FAMILIES) if name in self.channel_families]
         return float(np.max(family[present])) if present else 0.0
+
+
+def routine(null: np.ndarray, tail: float) -> np.ndarray:
+    """``(n_channels,)`` per channel, the size that only ``tail`` of the no-gap comparisons'
+    values ``null`` ``(n_null, n_channels)`` exceed: what a channel shows routinely where no
+    gap exists."""
+    return np.quantile(np.abs(null), 1.0 - tail, axis=0)
 
 
 def segment_means(windows: np.ndarray, n_segments: int) -> np.ndarray:
