@@ -170,6 +170,8 @@ def test_event_details_open_whole_with_working_links(browser: Any,
     row = page.locator(".page:not([hidden]) details.event").first
     row.locator("summary").click()
     body = row.locator(".ev-body")
+    # The details fill on the toggle event, which the browser fires after the click returns.
+    body.locator("dt").first.wait_for(timeout=5000)
     assert body.locator("dt").count() >= 3 and "family scores" in body.inner_text().lower()
     tops = row.locator(".tops")
     assert tops.locator("code").count() == 3

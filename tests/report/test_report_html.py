@@ -6,13 +6,14 @@ import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from sim2real._format import fmt_p, fmt_range
 from sim2real.report import Report, ReportModel, Validation
 from sim2real.report._words import summary_sentences, validation_sentence
-from sim2real.report.figures import poisson_rate_interval
+from sim2real.report.figures import poisson_rate_interval, trace_overlay
 from sim2real.report.html import render_report, render_report_fragment
 
 
@@ -170,3 +171,14 @@ def test_expected_notes_are_no_warnings(report: Report) -> None:
     data["dataset"]["reference_channels"] = ["loop_latency_ms"]
     html = _thin(report, dataset=data["dataset"], warnings=[]).to_html()
     assert "compared with real successes" in html and 'class="warnings"' not in html
+
+
+def test_a_trajectory_on_a_time_grid_carries_its_start_and_step_not_every_time() -> None:
+    t = np.round(np.linspace(-3.58, 0.0, 90), 3)  # a grid, stored rounded to the millisecond
+    v = np.sin(t)
+    grid = trace_overlay(["force"], {"force": [("e1", "real", t, v)]}, "#000")["data"][0]
+    assert "x" not in grid and grid["x0"] == -3.58 and abs(grid["dx"] - 3.58 / 89) < 1e-6
+    jittered = t.copy()
+    jittered[40] += 0.3 * (t[1] - t[0])  # a sample a third of a step off: drawn where it is
+    assert "x" in trace_overlay(["force"], {"force": [("e1", "real", jittered, v)]},
+                                "#000")["data"][0]

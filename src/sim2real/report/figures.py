@@ -109,6 +109,19 @@ def decimate(t: np.ndarray, v: np.ndarray, points: int = 400) -> tuple[np.ndarra
     return t[idx], v[idx]
 
 
+def _times(t: np.ndarray) -> dict[str, Any]:
+    """A line's x: ``x0`` and ``dx`` where its samples lie on an even grid to within a
+    twentieth of a step (a time grid's, stored rounded: far below a pixel at any width a
+    page gives a line), so that a page carries two numbers instead of one per sample;
+    else every ``x``."""
+    n = len(t)
+    if n > 2 and np.all(np.isfinite(t)) and t[-1] > t[0]:
+        step = (t[-1] - t[0]) / (n - 1)
+        if np.all(np.abs(t - (t[0] + step * np.arange(n))) <= 0.05 * step):
+            return {"x0": _round([t[0]], 6)[0], "dx": _round([step], 6)[0]}
+    return {"x": _round(t, 4)}
+
+
 def _round(values: np.ndarray | Sequence[float], digits: int = 4) -> list[float | None]:
     """Floats to ``digits`` significant digits (plenty for a pixel); NaN becomes null."""
     out: list[float | None] = []
@@ -372,7 +385,7 @@ def trace_overlay(
             td, vd = decimate(np.asarray(t, float), np.asarray(v, float))
             suffix = f" {unit}" if unit else ""
             data.append({
-                "type": "scatter", "x": _round(td, 4), "y": _round(vd, 4),
+                "type": "scatter", **_times(td), "y": _round(vd, 4),
                 "xaxis": f"x{k}", "yaxis": f"y{k}", "mode": "lines",
                 "name": "real failure" if real else "nearest sim", "legendgroup": role,
                 "showlegend": not shown[role],
