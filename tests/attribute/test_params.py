@@ -185,3 +185,21 @@ def test_a_parameter_leads_only_where_its_family_deviates() -> None:
     # Nothing deviates: nothing contradicts the first parameter the events point to.
     assert lead_family(params, evidence, ()) == "perception"  # type: ignore[arg-type]
     assert not may_lead(evidence, "light", ("dynamics",))  # type: ignore[arg-type]
+
+
+def test_of_parameters_explaining_alike_one_that_may_be_the_cause_comes_first() -> None:
+    from sim2real.attribute.params import ParamEstimate, rank_params
+
+    space = SimpleNamespace(names=("light", "friction", "mass"))
+    evidence = SimpleNamespace(inference=SimpleNamespace(space_=space),
+                               param_families=("perception", "dynamics", "dynamics"))
+    # A dynamics cluster: the light is pulled hardest by the other families' deviation,
+    # nothing explains anything significant.
+    params = [ParamEstimate(name, 0, 1, 0.5, 0.6, 0.1, False, 0.1, explained, contrast=pull)
+              for name, explained, pull in (("light", 0.0, 4.0), ("friction", 0.0, 1.5),
+                                            ("mass", 0.0, -2.5))]
+    ranked = rank_params(params, evidence, ("dynamics",))  # type: ignore[arg-type]
+    assert [p.param for p in ranked] == ["mass", "friction", "light"]
+    # What explains more comes first whatever its family.
+    params[0] = ParamEstimate("light", 0, 1, 0.5, 0.6, 0.1, False, 0.1, 0.3, contrast=4.0)
+    assert rank_params(params, evidence, ("dynamics",))[0].param == "light"  # type: ignore[arg-type]

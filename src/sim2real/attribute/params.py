@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WEAK_PULL", "ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit",
            "deviating_families", "family_explanation", "infer_params", "lead_family", "may_lead",
-           "param_evidence", "param_families", "param_family"]
+           "param_evidence", "param_families", "param_family", "rank_params"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
@@ -237,7 +237,8 @@ def family_explanation(ev: ParamEvidence, rows: np.ndarray,
 def infer_params(
     diagnosis: Diagnosis, rows: np.ndarray, evidence: ParamEvidence | None = None
 ) -> list[ParamEstimate]:
-    """Parameter estimates for the cluster of events ``rows``, most explaining first.
+    """Parameter estimates for the cluster of events ``rows``, in :func:`rank_params`
+    order.
 
     The cluster's deviation from the real successes (median over its events, whitened) is
     explained *jointly* by all parameters through the forward model learnt on sim
@@ -256,7 +257,8 @@ def infer_params(
     inf = ev.inference
     space = inf.space_
     # Where no family deviates beyond sim's variability, every channel says what it can.
-    fit = cluster_fit(ev, rows, deviating_families(diagnosis.signatures, rows) or None)
+    deviating = deviating_families(diagnosis.signatures, rows)
+    fit = cluster_fit(ev, rows, deviating or None)
     per_event = space.clip(ev.events[rows])
     estimate = space.clip(ev.success_mean + fit.delta * space.spread)
     pulled = space.clip(ev.success_mean + fit.pull * space.spread)
@@ -286,8 +288,21 @@ def infer_params(
             pulled=float(pulled[j]),
             event_share=float(np.mean(side)),
         ))
-    # Jointly explained share first; where none is significant, how hard the data pull.
-    return sorted(out, key=lambda p: (-p.explained, -abs(p.contrast), p.param))
+    return rank_params(out, ev, deviating)
+
+
+def rank_params(params: Sequence[ParamEstimate], evidence: ParamEvidence,
+                deviating: Collection[str]) -> list[ParamEstimate]:
+    """``params`` most explaining first; of those explaining alike, the ones that may be the
+    cause (:func:`may_lead` with the cluster's ``deviating`` families) first, then the
+    hardest pulled.
+
+    Explaining alike is most often explaining nothing significant: there a parameter whose
+    own channels look like sim's comes after those that may be the cause, as the actions
+    have it, however hard the other families' deviation pulls it.
+    """
+    return sorted(params, key=lambda p: (-p.explained, not may_lead(evidence, p.param, deviating),
+                                         -abs(p.contrast), p.param))
 
 
 def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
