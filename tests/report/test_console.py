@@ -59,3 +59,11 @@ def test_counts_agree_with_their_nouns(report: Report) -> None:
     text = _printed(print_report, Report(model, report.signatures, report.traces))
     assert "2 real failures, 1 cluster (" in text
     assert "1 failure fits no cluster" in text
+
+
+def test_targets_are_starred_and_the_star_explained(validation: Validation) -> None:
+    first = validation.model.clusters[0].cluster_id
+    targeted = Validation(validation.model.model_copy(update={"targets": [first]}))
+    text = _printed(print_validation, targeted)
+    assert f"{first} *" in text and "* a target of the fix" in text
+    assert "* a target" not in _printed(print_validation, validation)

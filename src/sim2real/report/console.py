@@ -80,13 +80,16 @@ def print_validation(validation: Validation, out: Path, console: Console | None 
         ratio = "-" if c.rate_ratio is None else f"×{c.rate_ratio:.2f}"
         if c.ci_low is not None and c.ci_high is not None:
             ratio += f" ({c.ci_low:.2f} to {c.ci_high:.2f})"
-        rows.append([c.cluster_id, TAXONOMY_LABELS[c.taxonomy], _rate(c.baseline),
+        target = " *" if c.cluster_id in model.targets else ""
+        rows.append([c.cluster_id + target, TAXONOMY_LABELS[c.taxonomy], _rate(c.baseline),
                      _rate(c.candidate), ratio, c.verdict])
     columns = [("cluster", "left"), ("cause", "left"), ("before", "left"), ("after", "left"),
                ("rate ratio (95% interval)", "left"), ("verdict", "left")]
     title = (f"validate {','.join(model.baseline)} -> {','.join(model.candidate)} "
              "(failures / real episodes)")
     _print(console, _table(title, columns, rows))
+    if any(c.cluster_id in model.targets for c in model.clusters):
+        console.print("* a target of the fix: asked whether it shrank (a one-sided test)")
     console.print(f"validation: {(out / 'validation.html').resolve()}")
 
 
