@@ -621,12 +621,11 @@ MERGE_PERMUTATIONS = 999
 
 
 def _merge_aligned(features: np.ndarray, labels: np.ndarray, cosine: float,
-                   places: np.ndarray | None = None, alpha: float = 0.02,
-                   rng: np.random.Generator | None = None) -> np.ndarray:
+                   places: np.ndarray | None, alpha: float,
+                   rng: np.random.Generator) -> np.ndarray:
     """Merge clusters whose centroid directions agree, most aligned pair first; with
     ``places``, only pairs whose failures :func:`_spread_alike` over them at ``alpha``."""
     labels = labels.copy()
-    rng = rng or np.random.default_rng(0)
     apart: set[tuple[int, int]] = set()  # pairs the place test kept apart, as they are now
     while True:
         ids = sorted(set(labels.tolist()) - {-1})
