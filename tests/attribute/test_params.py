@@ -171,12 +171,23 @@ def test_roughness_is_log_rms_of_steps_floored_by_spread() -> None:
     assert np.isnan(_roughness(windows, np.ones(3))[0, 2])
 
 
+def _evidence(names: tuple[str, ...], families: tuple[str, ...],
+              columns: np.ndarray | None = None,
+              features: tuple[str, ...] = ("perception", "dynamics")) -> SimpleNamespace:
+    """Fitted evidence as far as the lead rules read it; by default each parameter moves
+    the channels of its own family in sim."""
+    if columns is None:
+        columns = np.array([[f == g for f in families] for g in features], dtype=float)
+    inference = SimpleNamespace(space_=SimpleNamespace(names=names), columns=lambda: columns)
+    return SimpleNamespace(inference=inference, param_families=families,
+                           feature_families=np.array(features, dtype=object))
+
+
 def test_a_parameter_leads_only_where_its_family_deviates() -> None:
     from sim2real.attribute.params import ParamEstimate, lead_family, may_lead
 
     space = SimpleNamespace(names=("light", "friction"))
-    evidence = SimpleNamespace(inference=SimpleNamespace(space_=space),
-                               param_families=("perception", "dynamics"))
+    evidence = _evidence(space.names, ("perception", "dynamics"))
     params = [ParamEstimate(name, 0, 1, 0.5, 2.0, 1.5, True, 0.1, 0.5, contrast=5.0)
               for name in space.names]
     assert lead_family(params, evidence, ("dynamics",)) == "dynamics"  # type: ignore[arg-type]
@@ -187,12 +198,28 @@ def test_a_parameter_leads_only_where_its_family_deviates() -> None:
     assert not may_lead(evidence, "light", ("dynamics",))  # type: ignore[arg-type]
 
 
+def test_a_parameter_may_lead_where_the_channels_it_moves_in_sim_deviate() -> None:
+    from sim2real.attribute.params import ParamEstimate, lead_family, may_lead
+
+    # Sim shows a low floor friction as localisation error (a perception channel), and
+    # the light as brightness; the wheels' own speed barely moves.
+    features = ("perception", "perception", "dynamics")  # localisation, brightness, wheels
+    columns = np.array([[0.1, 3.0], [2.0, 0.0], [0.0, 0.3]])
+    evidence = _evidence(("light", "friction"), ("perception", "dynamics"), columns, features)
+    assert may_lead(evidence, "friction", ("perception",))  # type: ignore[arg-type]
+    assert not may_lead(evidence, "light", ("dynamics",))  # type: ignore[arg-type]
+    slips = [ParamEstimate("friction", 0, 1, 0.5, 0.1, -0.3, True, 0.1, 0.4, contrast=-4.0)]
+    assert lead_family(slips, evidence, ("perception",)) == "dynamics"  # type: ignore[arg-type]
+    # Where sim shows the friction on the wheels alone, a localisation error is no lead.
+    columns[0, 1] = 0.0
+    assert lead_family(slips, evidence, ("perception",)) is None  # type: ignore[arg-type]
+
+
 def test_of_parameters_explaining_alike_one_that_may_be_the_cause_comes_first() -> None:
     from sim2real.attribute.params import ParamEstimate, rank_params
 
     space = SimpleNamespace(names=("light", "friction", "mass"))
-    evidence = SimpleNamespace(inference=SimpleNamespace(space_=space),
-                               param_families=("perception", "dynamics", "dynamics"))
+    evidence = _evidence(space.names, ("perception", "dynamics", "dynamics"))
     # A dynamics cluster: the light is pulled hardest by the other families' deviation,
     # nothing explains anything significant.
     params = [ParamEstimate(name, 0, 1, 0.5, 0.6, 0.1, False, 0.1, explained, contrast=pull)

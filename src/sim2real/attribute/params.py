@@ -165,19 +165,19 @@ def param_families(inference: ParameterInference, features: np.ndarray,
     channels are left out of the vote: commands follow whatever the robot sees and feels,
     so they are consequences, never where a physical parameter lives.
     """
-    per_feature = features
-    energy = inference.columns() ** 2
+    columns = inference.columns()
     names = inference.space_.names
-    out = []
-    for j, family in enumerate(list(declared) or [None] * energy.shape[1]):
-        family = family or infer_param_family(names[j])
-        if family is not None:
-            out.append(family)
-            continue
-        votes = {f: float(energy[per_feature == f, j].sum())
-                 for f in ("perception", "dynamics", "system") if (per_feature == f).any()}
-        out.append(max(votes, key=votes.__getitem__) if votes else "dynamics")
-    return tuple(out)
+    return tuple(family or infer_param_family(names[j]) or _most_moved(columns[:, j], features)
+                 or "dynamics"
+                 for j, family in enumerate(list(declared) or [None] * columns.shape[1]))
+
+
+def _most_moved(column: np.ndarray, features: np.ndarray) -> str | None:
+    """The channel family (policy aside) whose features a parameter's learnt effect
+    ``column`` moves most, by energy; ``None`` where ``features`` have none of them."""
+    energy = {f: float((column[features == f] ** 2).sum())
+              for f in ("perception", "dynamics", "system") if (features == f).any()}
+    return max(energy, key=energy.__getitem__) if energy else None
 
 
 def deviating_families(sig: Signatures, rows: np.ndarray) -> tuple[str, ...]:
@@ -336,8 +336,19 @@ def may_lead(evidence: ParamEvidence, param: str, deviating: Collection[str]) ->
     gripper's localisation error). Where no family deviates beyond sim's variability,
     nothing contradicts any parameter (a camera offset whose failures look like sim's own,
     only more frequent): every one may lead, as every channel then counts in the fit
-    (:func:`infer_params`)."""
-    return not deviating or param_family(evidence, param) in deviating
+    (:func:`infer_params`).
+
+    The family whose channels the parameter moves most in sim counts as its own too: a
+    floor friction whose slips sim shows as localisation error may be the cause of a
+    localisation deviation, however much like sim's its dynamics channels look."""
+    return (not deviating or param_family(evidence, param) in deviating
+            or moved_family(evidence, param) in deviating)
+
+
+def moved_family(evidence: ParamEvidence, param: str) -> str | None:
+    """The channel family that ``param``'s learnt effect moves most (policy aside)."""
+    column = evidence.inference.columns()[:, evidence.inference.space_.names.index(param)]
+    return _most_moved(column, evidence.feature_families)
 
 
 def param_family(evidence: ParamEvidence, param: str) -> str:
