@@ -151,10 +151,10 @@ def _two_pushes(rng: np.random.Generator) -> FeatureSpace:
     return signature_features(_signatures(z, null, dynamics=6.0))
 
 
-def _robots(cell: np.ndarray) -> Fleet:
+def _robots(cell: np.ndarray, symptom: np.ndarray | None = None) -> Fleet:
     cells = tuple((f"r{i}", "site_a") for i in range(4))
-    return Fleet(cells, cell, np.full(len(cells), 1000), np.full(len(cell), None, object),
-                 {None: 0.001})
+    symptom = np.full(len(cell), None, object) if symptom is None else symptom
+    return Fleet(cells, cell, np.full(len(cells), 1000), symptom, {None: 0.001})
 
 
 def test_aligned_clusters_merge_only_where_they_strike_the_same_robots() -> None:
@@ -166,5 +166,19 @@ def test_aligned_clusters_merge_only_where_they_strike_the_same_robots() -> None
     apart = FailureClusterer(min_cluster_size=10).fit(
         space, _robots(np.repeat([0, 1, 2, 3], 15)))
     labels = apart.labels_
+    assert len(set(labels[:30])) == 1 and len(set(labels[30:])) == 1
+    assert labels.min() >= 0 and labels[0] != labels[30]
+
+
+def test_aligned_clusters_at_the_same_robots_that_end_differently_stay_apart() -> None:
+    space = _two_pushes(np.random.default_rng(6))
+    robots = np.arange(60) % 4
+    # Over the same robots, ending the same way (labelled or not): one cause.
+    for symptom in (None, np.full(60, "dropped_object", object)):
+        one = FailureClusterer(min_cluster_size=10).fit(space, _robots(robots, symptom))
+        assert one.labels_.min() >= 0 and len(set(one.labels_)) == 1
+    # The first 30 drop the object, the others miss the pick: two causes.
+    ends = np.array(["dropped_object"] * 30 + ["missed_pick"] * 30, object)
+    labels = FailureClusterer(min_cluster_size=10).fit(space, _robots(robots, ends)).labels_
     assert len(set(labels[:30])) == 1 and len(set(labels[30:])) == 1
     assert labels.min() >= 0 and labels[0] != labels[30]

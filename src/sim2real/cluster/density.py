@@ -238,9 +238,11 @@ class _DensityClusterer:
     Dense clusters whose centroids point alike are then merged, most aligned pair first,
     unless (where each event's place is given) their failures are spread over the places
     differently: one cause seen at different strengths, or spiking in some windows and not
-    in others, strikes the same robots; two causes of one family seldom do. The test is a
-    permutation test of independence between cluster and place (the chi-square statistic,
-    :data:`MERGE_PERMUTATIONS` seeded shuffles), rejecting at ``merge_alpha``.
+    in others, strikes the same robots and ends the same way; two causes of one family
+    seldom do both. The test is a permutation test of independence between cluster and
+    place (the chi-square statistic, :data:`MERGE_PERMUTATIONS` seeded shuffles), rejecting
+    at ``merge_alpha``; a place may be coded with the failure's symptom (see
+    :class:`FailureClusterer`).
 
     Args:
         min_cluster_size: smallest group called a cluster; ``None`` scales it with the
@@ -276,7 +278,8 @@ class _DensityClusterer:
         Args:
             merge_on: the columns whose centroids the merge compares (default: all).
             places: ``(n_events,)`` each event's place (any integer code, negative where
-                unknown); ``None``: clusters merge on their centroids alone.
+                unknown; :class:`FailureClusterer` codes a robot with the failure's
+                symptom); ``None``: clusters merge on their centroids alone.
         """
         n = features.shape[0]
         size = self.min_cluster_size or max(5, round(0.02 * n))
@@ -386,7 +389,10 @@ class FailureClusterer:
             of every robot's episodes), where 0.01 lost it in one. Also the level at which
             the places keep two aligned dense clusters apart (see :class:`_DensityClusterer`;
             on the zoo 0.02, 0.05 and 0.1 gave the same hit rates, and moved two worlds'
-            ARI by up to 0.03).
+            ARI by up to 0.03). There a place is a robot and a symptom (``failure_label``):
+            a heavy load seen on localisation and a noisy camera, aligned and at the same
+            robots, still end differently (dropped objects and protective stops against missed
+            picks).
     """
 
     def __init__(self, min_cluster_size: int | None = None, min_samples: int = 4,
@@ -412,6 +418,7 @@ class FailureClusterer:
         self.labels_ = np.full(n, -1)
         self.models_: dict[str, tuple[_DensityClusterer, int]] = {}
         offset = 0
+        where = None if fleet is None else _place_and_symptom(fleet)
         for group in sorted(space.columns):
             rows = np.flatnonzero(space.groups == group)
             cols = space.columns[group]
@@ -424,7 +431,7 @@ class FailureClusterer:
                                       merge_alpha=self.alpha, single=group != "unexplained")
             model.fit(space.values[np.ix_(rows, cols)],
                       merge_on=np.flatnonzero(~np.isin(cols, space.roughness)),
-                      places=None if fleet is None else fleet.cell[rows])
+                      places=None if where is None else where[rows])
             self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
             self.models_[group] = (model, offset)
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
@@ -608,6 +615,14 @@ _CONTEXT_GROUP = "task_scope_overflow"
 # dimming light move one perception channel, later weeks all of them. Roughness is left
 # out: an intermittent slip spikes in some failures' windows and not in others'.
 MERGE_COSINE = 0.7
+
+
+def _place_and_symptom(fleet: Fleet) -> np.ndarray:
+    """``(n_events,)`` each event's place and failure label as one code (negative where
+    the place is unknown): what the merge of aligned clusters compares."""
+    symptoms = np.unique(fleet.symptom.astype(str), return_inverse=True)[1]
+    kinds = int(symptoms.max()) + 1 if symptoms.size else 1
+    return np.where(fleet.cell >= 0, fleet.cell * kinds + symptoms, -1)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
