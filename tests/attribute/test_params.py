@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from sim2real.attribute import ParameterInference, param_evidence
-from sim2real.attribute.actions import simulator_config
+from sim2real.attribute.actions import at_bound, simulator_config
 from sim2real.attribute.params import _space, param_families
 from sim2real.dataset import ParamRange
 
@@ -230,3 +230,17 @@ def test_of_parameters_explaining_alike_one_that_may_be_the_cause_comes_first() 
     # What explains more comes first whatever its family.
     params[0] = ParamEstimate("light", 0, 1, 0.5, 0.6, 0.1, False, 0.1, 0.3, contrast=4.0)
     assert rank_params(params, evidence, ("dynamics",))[0].param == "light"  # type: ignore[arg-type]
+
+
+def test_an_estimate_at_a_physical_bound_is_said_to_be_there() -> None:
+    from sim2real.attribute.params import ParamEstimate
+
+    # An object mass pulled below zero stops at zero: the action says so.
+    massless = ParamEstimate("object_mass", 0.6, 1.4, 1.0, 0.0, -1.25, True, 0.1, 0.2,
+                             contrast=-3.5)
+    note = at_bound(massless, (0.0, float("inf")))
+    assert "param.object_mass" in note and "lower physical bound (0)" in note
+    # Inside its bounds, nothing is added.
+    light = ParamEstimate("object_mass", 0.6, 1.4, 1.0, 0.3, -0.9, True, 0.1, 0.2)
+    assert at_bound(light, (0.0, float("inf"))) == ""
+    assert "upper" in at_bound(light, (0.0, 0.3))

@@ -248,6 +248,7 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
         kind = "recalibrate_param"
     if p.confounded_with:
         detail += f" The data barely tell it from {', '.join(p.confounded_with)}: check both."
+    detail += at_bound(p, spec.bounds)
     fit = (f"estimate {_estimate(p)}; explains {round(100 * p.explained)}% of the deviation; "
            f"identifiability {p.identifiability:.2f}")
     if weak:
@@ -262,6 +263,23 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
     action = _action(kind, f"param.{p.param}", detail, reduction, how)
     config = simulator_config(spec, low, high, nominal)
     return action.model_copy(update={"config": config}) if config else action
+
+
+def at_bound(p: ParamEstimate, bounds: tuple[float, float]) -> str:
+    """What an action says where the estimate sits at a physical bound of ``bounds``: the
+    data pull past it (a mass below zero), so that is as far as simulation can go, and
+    the parameter alone may not be what these failures need; else nothing."""
+    low, high = bounds
+    tol = 1e-9 * max(p.sim_high - p.sim_low, 1e-12)
+    if p.estimate <= low + tol:
+        side, value = "lower", low
+    elif p.estimate >= high - tol:
+        side, value = "upper", high
+    else:
+        return ""
+    return (f" The data pull param.{p.param} to its {side} physical bound "
+            f"({value:g}) or past it: simulation can go no "
+            f"further, and this parameter alone may not reproduce these failures.")
 
 
 def emulated_reduction(ev: ParamEvidence, rows: np.ndarray, param: str, low: float,
