@@ -52,6 +52,20 @@ def test_the_parameter_the_events_point_to_names_the_family() -> None:
     assert _taxonomy(slips, lead="system") == "perception_drift"
 
 
+def test_a_lead_is_as_sure_as_the_channels_its_parameter_moves_in_sim() -> None:
+    # Worn wheels whose slips sim shows as localisation error: the friction names the
+    # family, and every failure deviates most where that friction shows.
+    slips = _signatures(16.0, 2.3)
+    rows = np.arange(len(slips.episode_ids))
+    places = np.full(len(rows), None, dtype=object)
+    label = label_cluster(slips, rows, places, places, lead="dynamics",
+                          lead_shows="perception")
+    assert label.taxonomy == "dynamics_mismatch" and label.confidence > 0.9
+    # Where sim shows the friction on the wheels only, the failures do not agree with it.
+    unsure = label_cluster(slips, rows, places, places, lead="dynamics", lead_shows="dynamics")
+    assert unsure.taxonomy == "dynamics_mismatch" and unsure.confidence == 0.0
+
+
 def test_a_weak_pull_breaks_a_tie_before_onset_does() -> None:
     # Slipping wheels: localisation 8x, the slips 10x, both from the first segment on.
     slips = _signatures(8.0, 10.0)

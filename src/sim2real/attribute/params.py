@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["WEAK_PULL", "ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit",
-           "deviating_families", "family_explanation", "infer_params", "lead_family", "may_lead",
-           "param_evidence", "param_families", "param_family", "rank_params"]
+           "deviating_families", "family_explanation", "infer_params", "lead_family", "lead_param",
+           "may_lead", "moved_family", "param_evidence", "param_families", "param_family",
+           "rank_params"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
 WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
@@ -307,10 +308,16 @@ def rank_params(params: Sequence[ParamEstimate], evidence: ParamEvidence,
 
 def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
                 deviating: Collection[str], pull: float = _Z_SHIFT) -> str | None:
-    """The family of the first of ``params`` (:func:`infer_params` order) on which the
-    cluster differs from the real successes by at least ``pull`` standard errors (by
-    default: significantly) and whose own family's channels deviate (:func:`may_lead`);
-    ``None`` where none does.
+    """The family of :func:`lead_param`, ``None`` where there is none."""
+    lead = lead_param(params, evidence, deviating, pull)
+    return None if lead is None or evidence is None else param_family(evidence, lead.param)
+
+
+def lead_param(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
+               deviating: Collection[str], pull: float = _Z_SHIFT) -> ParamEstimate | None:
+    """The first of ``params`` (:func:`infer_params` order) on which the cluster differs
+    from the real successes by at least ``pull`` standard errors (by default:
+    significantly) and which may be its cause (:func:`may_lead`); ``None`` where none does.
 
     Args:
         params: the cluster's estimates.
@@ -322,9 +329,8 @@ def lead_family(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
     """
     if evidence is None:
         return None
-    return next((param_family(evidence, p.param) for p in params
-                 if abs(p.contrast) >= pull and may_lead(evidence, p.param, deviating)),
-                None)
+    return next((p for p in params
+                 if abs(p.contrast) >= pull and may_lead(evidence, p.param, deviating)), None)
 
 
 def may_lead(evidence: ParamEvidence, param: str, deviating: Collection[str]) -> bool:

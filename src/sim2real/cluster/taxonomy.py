@@ -64,7 +64,7 @@ def label_cluster(
     sig: Signatures, rows: np.ndarray, robots: np.ndarray, sites: np.ndarray,
     excess: Sequence[Excess] = (), explanation: SimExplanation | None = None,
     sys_values: Sequence[str] | None = None, reference: str = "simulation",
-    lead: str | None = None, tie: str | None = None,
+    lead: str | None = None, tie: str | None = None, lead_shows: str | None = None,
 ) -> ClusterLabel:
     """Label the events ``rows`` of ``sig`` as one cluster.
 
@@ -87,6 +87,10 @@ def label_cluster(
             significantly from the real successes (the attribution's first), if any.
         tie: the same where the events pull a parameter short of significance (at least
             one standard error): a weaker word than ``lead``, it only breaks a tie.
+        lead_shows: the channel family that parameter moves most in sim
+            (:func:`sim2real.attribute.params.moved_family`): where the lead names the
+            family, failures deviating most there agree with it (a floor friction sim
+            shows as localisation error, its slips' strongest family perception).
 
     The rule: unseen context first (nothing else can be trusted where sim never went); then
     the family whose parameters reproduce the cluster's whole deviation in sim, the other
@@ -119,19 +123,22 @@ def label_cluster(
                 and taxonomy in ("perception_drift", "dynamics_mismatch")):
             # Sim's parameters reproduce none of it and the infrastructure deviates.
             taxonomy = _FAMILY_TAXONOMY["system"]
+        shown = {taxonomy}
         if lead in ("perception", "dynamics") and taxonomy in (
                 "perception_drift", "dynamics_mismatch", "unexplained"):
             # Sim cannot size the cause, but it says which parameter the events point to,
             # and what that parameter is outranks which channels show it most.
             taxonomy = _FAMILY_TAXONOMY[lead]
+            shown = {taxonomy} | ({_FAMILY_TAXONOMY[lead_shows]}
+                                  if lead_shows in ("perception", "dynamics") else set())
         per_event = event_families(sig, rows)
-        agree = float(np.mean([t == taxonomy for t in per_event]))
+        agree = float(np.mean([t in shown for t in per_event]))
         if taxonomy == "unexplained":
             confidence = agree
         else:
-            family = next(f for f, t in _FAMILY_TAXONOMY.items() if t == taxonomy)
-            score = scores[SCORE_FAMILIES.index(family)]
-            strength = 1.0 - np.exp(-(max(score, medians[family]) - 1.0) / 2.0)
+            families = [f for f, t in _FAMILY_TAXONOMY.items() if t in shown]
+            score = max(max(scores[SCORE_FAMILIES.index(f)], medians[f]) for f in families)
+            strength = 1.0 - np.exp(-(score - 1.0) / 2.0)
             confidence = agree * float(np.clip(strength, 0.0, 1.0))
     where = _where(rows, robots, sites)
     words = REFERENCE_WORDS[reference]

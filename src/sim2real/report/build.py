@@ -23,6 +23,7 @@ from sim2real.attribute import (
     param_evidence,
     propose_actions,
 )
+from sim2real.attribute.params import lead_param, moved_family, param_family
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -107,10 +108,15 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                        if evidence is not None else None)
         confounders = cluster_confounders(diagnosis, rows)
         params = infer_params(diagnosis, rows, evidence)
+        lead = lead_param(params, evidence, deviating)
+        lead_is = shows = None
+        if lead is not None and evidence is not None:
+            lead_is, shows = param_family(evidence, lead.param), moved_family(evidence,
+                                                                              lead.param)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
                               explanation, [f.value for f in confounders if f.kind == "sys"],
-                              reference, lead_family(params, evidence, deviating),
-                              lead_family(params, evidence, deviating, WEAK_PULL))
+                              reference, lead_is,
+                              lead_family(params, evidence, deviating, WEAK_PULL), shows)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
