@@ -111,8 +111,8 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
         lead = lead_param(params, evidence, deviating)
         lead_is = shows = None
         if lead is not None and evidence is not None:
-            lead_is, shows = param_family(evidence, lead.param), moved_family(evidence,
-                                                                              lead.param)
+            lead_is = param_family(evidence, lead.param)
+            shows = moved_family(evidence, lead.param)
         label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
                               explanation, [f.value for f in confounders if f.kind == "sys"],
                               reference, lead_is,
