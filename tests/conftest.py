@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
+from sim2real.demo import DemoPaths, generate
 from sim2real.demo.synthetic import (
     fleetwide_world,
     generate_world,
@@ -78,6 +79,22 @@ def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tenth of the standard world (97 real episodes, 24 of them failures; 60 sim): a
     valid dataset that analyses in about a second, for tests of what goes wrong around it."""
     return generate_world(standard_world(), tmp_path_factory.mktemp("small"), scale=0.1).dataset
+
+
+@pytest.fixture(scope="session")
+def small_demo(pytestconfig: pytest.Config,
+               tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], DemoPaths]:
+    """The small MuJoCo demo of a seed, generated once per session (MuJoCo takes ~20 s a
+    seed) and kept in pytest's cache between runs where there is one: three modules read
+    seed 0. ``generate`` reuses a folder holding the same seed, size and version."""
+    cache = pytestconfig.cache
+
+    def get(seed: int) -> DemoPaths:
+        root = (cache.mkdir(f"sim2real-demo-small-{seed}") if cache is not None
+                else tmp_path_factory.getbasetemp() / f"demo-small-{seed}")
+        return generate(root, size="small", seed=seed, workers=2, progress=False)
+
+    return get
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ are the issue's own and hold on every seed.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import sim2real
-from sim2real.demo import generate
+from sim2real.demo import DemoPaths
 from sim2real.demo.scoring import ScoreCard, score_report
 
 _SEEDS = (0, 1, 2)
@@ -31,12 +31,11 @@ _SEED_ARI_FLOOR = 0.75
 
 
 @pytest.fixture(scope="session")
-def cards(tmp_path_factory: pytest.TempPathFactory) -> dict[int, ScoreCard]:
-    """Each seed's small demo (generated once per session) analysed and scored."""
+def cards(small_demo: Callable[[int], DemoPaths]) -> dict[int, ScoreCard]:
+    """Each seed's small demo (the session's shared one) analysed and scored."""
     out = {}
     for seed in _SEEDS:
-        root: Path = tmp_path_factory.getbasetemp() / f"demo-accuracy-small-{seed}"
-        paths = generate(root, size="small", seed=seed, workers=2, progress=False)
+        paths = small_demo(seed)
         report = sim2real.analyze(paths.dataset)
         if seed == _SEEDS[0]:  # the report page stays one light file (plotly.js included)
             assert len(report.to_html().encode()) <= 2_000_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,9 @@ _SYMPTOMS = {"missed_pick", "dropped_object", "collision", "timeout"}
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> DemoPaths:
-    """The small demo, generated once for this module."""
-    return generate(tmp_path_factory.mktemp("demo") / "out", size="small", seed=0, workers=2,
-                    progress=False)
+def small(small_demo: Callable[[int], DemoPaths]) -> DemoPaths:
+    """The small demo of seed 0, the session's shared one."""
+    return small_demo(0)
 
 
 @pytest.fixture(scope="module")

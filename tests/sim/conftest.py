@@ -1,9 +1,10 @@
-"""The small MuJoCo demo, generated once and cached across runs in pytest's cache."""
+"""The small MuJoCo demo as the sim tests see it (the session's shared one, seed 0)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,14 +13,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from sim_fixtures import Demo
 
-from sim2real.demo import generate
+from sim2real.demo import DemoPaths
 
 
 @pytest.fixture(scope="session")
-def demo(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Demo:
-    # generate() reuses a folder holding the same seed, size and version; without pytest's
-    # cache (-p no:cacheprovider) the demo is generated once per session.
-    cache = pytestconfig.cache
-    root = cache.mkdir("sim2real-demo-small") if cache else tmp_path_factory.mktemp("demo")
-    paths = generate(root, size="small", seed=0, workers=2, progress=False)
+def demo(small_demo: Callable[[int], DemoPaths]) -> Demo:
+    paths = small_demo(0)
     return Demo(paths.dataset, json.loads(paths.answer_key.read_text()))
