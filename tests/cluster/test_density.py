@@ -182,3 +182,24 @@ def test_aligned_clusters_at_the_same_robots_that_end_differently_stay_apart() -
     labels = FailureClusterer(min_cluster_size=10).fit(space, _robots(robots, ends)).labels_
     assert len(set(labels[:30])) == 1 and len(set(labels[30:])) == 1
     assert labels.min() >= 0 and labels[0] != labels[30]
+
+
+def test_one_density_region_at_disjoint_robots_is_split_into_its_causes() -> None:
+    # A continuum from "torque far off, force less" (a heavy load) to "force far off,
+    # torque less" (worn pads): one dense region, whichever robots it strikes.
+    rng = np.random.default_rng(3)
+    null = rng.normal(0.0, 1.0, (500, 4, 2))
+    t = np.sort(rng.uniform(2.0, 6.0, 60))[::-1]
+    z = np.zeros((60, 4, 2))
+    z[:, :, 0] = t[:, None] + rng.normal(0.0, 0.2, (60, 4))
+    z[:, :, 1] = (8.0 - t)[:, None] + rng.normal(0.0, 0.2, (60, 4))
+    space = signature_features(_signatures(z, null, dynamics=6.0))
+    for fleet in (None, _robots(np.arange(60) % 4)):
+        labels = FailureClusterer(min_cluster_size=10).fit(space, fleet).labels_
+        assert labels.min() >= 0 and len(set(labels)) == 1
+    # The torque-heavy half at robots r0 and r1, the force-heavy half at r2 and r3: two
+    # causes, told apart by where they strike.
+    robots = np.concatenate([rng.integers(0, 2, 30), rng.integers(2, 4, 30)])
+    labels = FailureClusterer(min_cluster_size=10).fit(space, _robots(robots)).labels_
+    assert len(set(labels[:30])) == 1 and len(set(labels[30:])) == 1
+    assert labels.min() >= 0 and labels[0] != labels[30]

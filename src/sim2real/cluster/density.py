@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import HDBSCAN
+from sklearn.cluster import HDBSCAN, KMeans
 from sklearn.neighbors import NearestNeighbors
 
 from sim2real.cluster.location import Excess, Fleet, excess
@@ -235,6 +235,13 @@ class _DensityClusterer:
     from each other (the largest nearest-neighbour distance inside it). The same rule
     assigns new events in :meth:`predict`.
 
+    Where each event's robot is given, a dense cluster is first halved (KMeans, two parts)
+    as long as its halves strike different robots (the test below, on robots alone): two
+    causes of one family at different robots can fill one density region between them
+    (a heavy load's torque and worn pads' grip force, each deviating a little on the
+    other's channel). A cause's own consequences split it along the signature but not
+    along the robots, and stay one.
+
     Dense clusters whose centroids point alike are then merged, most aligned pair first,
     unless (where each event's place is given) their failures are spread over the places
     differently: one cause seen at different strengths, or spiking in some windows and not
@@ -272,7 +279,8 @@ class _DensityClusterer:
         self.single = single
 
     def fit(self, features: np.ndarray, merge_on: np.ndarray | None = None,
-            places: np.ndarray | None = None) -> _DensityClusterer:
+            places: np.ndarray | None = None,
+            robots: np.ndarray | None = None) -> _DensityClusterer:
         """Cluster ``features`` ``(n_events, n_features)``; sets ``labels_``.
 
         Args:
@@ -280,6 +288,8 @@ class _DensityClusterer:
             places: ``(n_events,)`` each event's place (any integer code, negative where
                 unknown; :class:`FailureClusterer` codes a robot with the failure's
                 symptom); ``None``: clusters merge on their centroids alone.
+            robots: ``(n_events,)`` each event's robot (an integer code, negative where
+                unknown); ``None``: no dense cluster is halved.
         """
         n = features.shape[0]
         size = self.min_cluster_size or max(5, round(0.02 * n))
@@ -289,7 +299,11 @@ class _DensityClusterer:
         if n < size:
             return self
         aligned = features if merge_on is None else features[:, merge_on]
-        dense = _merge_aligned(aligned, self._dense(features, size), self.merge_cosine,
+        dense = self._dense(features, size)
+        if robots is not None:
+            dense = _split_by_place(features, dense, robots, size, self.merge_alpha,
+                                    self.seed)
+        dense = _merge_aligned(aligned, dense, self.merge_cosine,
                                places, self.merge_alpha, np.random.default_rng(self.seed))
         self.reach_ = {c: max(_reach(features[dense == c]), self.min_reach)
                        for c in sorted(set(dense) - {-1})}
@@ -431,7 +445,8 @@ class FailureClusterer:
                                       merge_alpha=self.alpha, single=group != "unexplained")
             model.fit(space.values[np.ix_(rows, cols)],
                       merge_on=np.flatnonzero(~np.isin(cols, space.roughness)),
-                      places=None if where is None else where[rows])
+                      places=None if where is None else where[rows],
+                      robots=None if fleet is None else fleet.cell[rows])
             self.labels_[rows] = np.where(model.labels_ >= 0, model.labels_ + offset, -1)
             self.models_[group] = (model, offset)
             offset += int(model.labels_.max()) + 1 if (model.labels_ >= 0).any() else 0
@@ -664,6 +679,30 @@ def _merge_aligned(features: np.ndarray, labels: np.ndarray, cosine: float,
                 apart = {p for p in apart if ids[a] not in p}
                 break
             apart |= {pair, pair[::-1]}
+
+
+def _split_by_place(features: np.ndarray, labels: np.ndarray, robots: np.ndarray,
+                    size: int, alpha: float, seed: int) -> np.ndarray:
+    """Each dense cluster halved (KMeans, two parts), and each half again, as long as both
+    halves hold at least ``size`` events and strike different ``robots``
+    (:func:`_spread_alike` rejects at ``alpha``)."""
+    labels = labels.copy()
+    rng = np.random.default_rng(seed)
+    todo = sorted(set(labels.tolist()) - {-1})
+    next_id = max(todo, default=-1) + 1
+    while todo:
+        c = todo.pop(0)
+        members = np.flatnonzero(labels == c)
+        if members.size < 2 * size or np.unique(features[members], axis=0).shape[0] < 2:
+            continue
+        half = KMeans(2, n_init=10, random_state=seed).fit_predict(features[members]) == 1
+        if min(half.sum(), (~half).sum()) < size or _spread_alike(robots[members], half,
+                                                                   alpha, rng):
+            continue
+        labels[members[half]] = next_id
+        todo += [c, next_id]
+        next_id += 1
+    return labels
 
 
 def _spread_alike(places: np.ndarray, side: np.ndarray, alpha: float,
