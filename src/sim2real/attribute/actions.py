@@ -17,7 +17,9 @@ Order of business, as an engineer triaging a failure mode would do it:
 ``expected_reduction`` is computed: for a parameter change, by the emulator (the forward
 model learnt on sim), the share of the cluster's events whose signature (the part of its
 deviation sim's parameters reproduce) falls back inside sim's no-gap spread under the
-change, minus those already inside; for a ``sys.*`` value, its
+change, minus those already inside (for a parameter named by how sim's rollouts end,
+:mod:`sim2real.attribute.symptoms`, the share of the cluster's failures beyond sim's rate
+of that ending); for a ``sys.*`` value, its
 attributable share ``carriers x (OR - 1) / OR``; otherwise the share of the cluster's events
 that carry what the action removes. Each comes with a 95 % interval. Reductions of several
 actions on one cluster are not additive: each is computed as if it were the only change.
@@ -37,6 +39,7 @@ from sim2real._columns import column_values
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
+from sim2real.attribute.symptoms import SymptomLead, symptom_lead
 from sim2real.cluster.taxonomy import REFERENCE_WORDS, SIGNIFICANT, novel_context
 from sim2real.pipeline import compared_with
 from sim2real.report.model import Action
@@ -47,18 +50,20 @@ if TYPE_CHECKING:
     from sim2real.dataset import ParamRange
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["propose_actions", "simulator_config"]
+__all__ = ["lead_by_symptom", "propose_actions", "simulator_config"]
 
 _MIN_EXPLAINED = 0.1  # a parameter explaining less is no basis for changing the sim
 _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets the action
 _UNSURE = 0.3  # label confidence below which "investigate" is added
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
 _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
+_FAMILY = {"dynamics_mismatch": "dynamics", "perception_drift": "perception"}
 
 
 def propose_actions(
     diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel, params: list[ParamEstimate],
     evidence: ParamEvidence | None = None, confounders: list[Confounder] | None = None,
+    symptom: SymptomLead | None = None,
 ) -> list[Action]:
     """Actions most likely to shrink the cluster of events ``rows``, most promising first.
 
@@ -72,6 +77,8 @@ def propose_actions(
         confounders: what the cluster's failures over-represent within strata
             (:func:`~sim2real.attribute.confounding.cluster_confounders`); computed here
             when not given.
+        symptom: :func:`lead_by_symptom` of the cluster: its parameter action where the
+            telemetry gives none.
     """
     found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
     words = REFERENCE_WORDS[compared_with(diagnosis.dataset)]
@@ -84,9 +91,7 @@ def propose_actions(
         own += _scenarios(diagnosis, rows, words)
     # A parameter whose own family's channels look like sim's, where another family's
     # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
-    deviating = deviating_families(diagnosis.signatures, rows)
-    mine = ([p for p in params if may_lead(evidence, p.param, deviating)]
-            if evidence is not None else [])
+    mine = _may_lead(diagnosis, rows, params, evidence)
     for p in mine:
         strong = p.explained >= _STRONG_EXPLAINED
         if (evidence is not None and p.explained >= _MIN_EXPLAINED
@@ -97,6 +102,9 @@ def propose_actions(
         candidate = _candidate(mine, evidence, label.taxonomy)
         if candidate is not None:
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
+        elif symptom is not None:
+            own.append(_param_action(diagnosis, rows, symptom.estimate, evidence,
+                                     symptom=symptom))
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
         own.append(_perception(diagnosis, rows, label, words))
@@ -106,6 +114,35 @@ def propose_actions(
     if unsure or not actions:
         actions.append(_investigate(rows, label, actions, words))
     return actions
+
+
+def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
+                    params: list[ParamEstimate],
+                    evidence: ParamEvidence | None) -> SymptomLead | None:
+    """Where a physical cluster's telemetry names no parameter to change (none of its
+    family's explains or pulls: :func:`propose_actions` would only say ``investigate``),
+    the parameter of its family that sim fails through the way the cluster fails
+    (:func:`~sim2real.attribute.symptoms.symptom_lead`); ``None`` elsewhere."""
+    if evidence is None or label.taxonomy not in _PARAM_TAXONOMIES:
+        return None
+    mine = _may_lead(diagnosis, rows, params, evidence)
+    if (any(p.explained >= _MIN_EXPLAINED for p in mine)
+            or _candidate(mine, evidence, label.taxonomy) is not None):
+        return None
+    family = _FAMILY[label.taxonomy]
+    names = evidence.inference.space_.names
+    return symptom_lead(diagnosis, rows,
+                        [p for p in mine if param_family(evidence, p.param) == family],
+                        dict(zip(names, evidence.success_mean.tolist(), strict=True)))
+
+
+def _may_lead(diagnosis: Diagnosis, rows: np.ndarray, params: list[ParamEstimate],
+              evidence: ParamEvidence | None) -> list[ParamEstimate]:
+    """The parameters of ``params`` that may be the cluster's cause (:func:`may_lead`)."""
+    if evidence is None:
+        return []
+    deviating = deviating_families(diagnosis.signatures, rows)
+    return [p for p in params if may_lead(evidence, p.param, deviating)]
 
 
 def _infrastructure(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
@@ -217,9 +254,8 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
     own family the data pull hardest (at least one standard error), at the value they pull
     it to. Sim's in-range telemetry may barely show a parameter whose real value lies far
     outside the range; its direction is still the best lead there is."""
-    family = "perception" if taxonomy == "perception_drift" else "dynamics"
     mine = [p for p in params
-            if param_family(evidence, p.param) == family
+            if param_family(evidence, p.param) == _FAMILY[taxonomy]
             and abs(p.contrast) >= WEAK_PULL and np.isfinite(p.pulled)]
     if not mine:
         return None
@@ -230,9 +266,11 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
 
 
 def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
-                  evidence: ParamEvidence, weak: bool = False) -> Action:
+                  evidence: ParamEvidence, weak: bool = False,
+                  symptom: SymptomLead | None = None) -> Action:
     """Widen the range to cover the estimate, or move the range onto it (``weak``: a
-    candidate the data pull toward without significance, said so)."""
+    candidate the data pull toward without significance, said so; ``symptom``: an estimate
+    from how sim's rollouts end, said so, its reduction the failures beyond sim's rate)."""
     spec = diagnosis.dataset.params[p.param]
     low, high, nominal = new_range(p, spec.bounds)
     if p.outside_range:
@@ -256,13 +294,30 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
                    f"{abs(p.contrast):.1f} standard errors; check it in simulation first.")
         fit = (f"weak lead, pulled at {abs(p.contrast):.1f} standard errors; identifiability "
                f"{p.identifiability:.2f}")
-    families = deviating_families(diagnosis.signatures, rows) or None
-    reduction, inside = emulated_reduction(evidence, rows, p.param, low, high, families)
-    how = (f"emulator: {inside[1]} of {len(rows)} failures fall back inside sim's no-gap "
-           f"spread under this change ({inside[0]} already were; {fit})")
+    if symptom is not None:
+        detail += _symptom_words(symptom)
+        reduction = symptom.share
+        how = (f"symptom rate: {round(100 * symptom.real_rate, 1)}% of the {symptom.episodes} "
+               f"real episodes at this cluster's robots end in {symptom.symptom}, sim "
+               f"{round(100 * symptom.sim_rate, 1)}% at the successes' value of param.{p.param}; "
+               f"the reduction is the share of the cluster's failures beyond sim's rate")
+    else:
+        families = deviating_families(diagnosis.signatures, rows) or None
+        reduction, inside = emulated_reduction(evidence, rows, p.param, low, high, families)
+        how = (f"emulator: {inside[1]} of {len(rows)} failures fall back inside sim's no-gap "
+               f"spread under this change ({inside[0]} already were; {fit})")
     action = _action(kind, f"param.{p.param}", detail, reduction, how)
     config = simulator_config(spec, low, high, nominal)
     return action.model_copy(update={"config": config}) if config else action
+
+
+def _symptom_words(lead: SymptomLead) -> str:
+    p = lead.estimate
+    more = "higher" if lead.z > 0 else "lower"
+    return (f" Sim's telemetry does not tell param.{p.param} within its range, but how its "
+            f"rollouts end does: they end in {lead.symptom} more often the {more} "
+            f"it is (logistic slope {abs(lead.z):.1f} standard errors), and reach the real "
+            f"rate where this cluster's failures happen at about {_estimate(p)}.")
 
 
 def at_bound(p: ParamEstimate, bounds: tuple[float, float]) -> str:

@@ -61,6 +61,9 @@ class ParamEstimate:
         pulled: where the data pull the parameter before the sparse selection (the joint
             fit without bounds, then within them): the candidate value of a parameter too
             weakly pulled to be an estimate.
+        symptom: set where the estimate comes from how sim's rollouts end, not from the
+            telemetry (:mod:`~sim2real.attribute.symptoms`): the ``failure_label`` at whose
+            real rate it puts sim.
     """
 
     param: str
@@ -77,6 +80,7 @@ class ParamEstimate:
     confounded_with: tuple[str, ...] = field(default_factory=tuple)
     event_share: float = 0.0
     pulled: float = float("nan")
+    symptom: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)

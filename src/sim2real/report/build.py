@@ -23,6 +23,7 @@ from sim2real.attribute import (
     param_evidence,
     propose_actions,
 )
+from sim2real.attribute.actions import lead_by_symptom
 from sim2real.attribute.params import lead_param, moved_family, param_family
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
@@ -119,7 +120,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                               lead_family(params, evidence, deviating, WEAK_PULL), shows)
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
-        actions = propose_actions(diagnosis, rows, label, params, evidence, confounders)
+        # Where the telemetry names no parameter, how sim's rollouts end may: that parameter,
+        # at the value the symptom's rate points to, heads the cluster's parameters.
+        symptom = lead_by_symptom(diagnosis, rows, label, params, evidence)
+        if symptom is not None:
+            params = [symptom.estimate,
+                      *(p for p in params if p.param != symptom.estimate.param)]
+        actions = propose_actions(diagnosis, rows, label, params, evidence, confounders,
+                                  symptom)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 

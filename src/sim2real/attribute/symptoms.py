@@ -1,0 +1,182 @@
+"""Which parameter makes sim fail the way a cluster fails: evidence from how runs end.
+
+Some causes move no telemetry that sim can tell within its range: a gripper pad's friction
+changes nothing the sensors read until the object slips, so the forward model
+(:mod:`~sim2real.attribute.inference`) cannot name it, and the cluster's fit leaves every
+parameter at the successes' value. Sim still shows such a parameter in how its rollouts
+end: the lower the pad friction, the more of them drop the object. Where a physical
+cluster has no lead in its telemetry, the parameter of its family whose value sim's
+rollouts fail with the cluster's symptom (its most common ``failure_label``) most
+significantly along (a logistic fit per parameter) is a lead, and its estimate is the value
+at which sim fails that way as often as the real episodes do where the cluster's failures
+happen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import special, stats
+from sklearn.linear_model import LogisticRegression
+
+from sim2real._columns import column_values, strings
+from sim2real.pipeline import real_episodes, sim_episodes
+
+if TYPE_CHECKING:
+    from sim2real.attribute.params import ParamEstimate
+    from sim2real.pipeline import Diagnosis
+
+__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "symptom_lead"]
+
+# Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
+# runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
+SYMPTOM_ALPHA = 0.01
+
+
+@dataclass(frozen=True)
+class SymptomLead:
+    """A parameter named by the rate at which sim fails with the cluster's symptom.
+
+    Attributes:
+        estimate: the parameter, at the value where sim's rate meets the real one.
+        symptom: the ``failure_label`` read.
+        z: the logistic slope of that symptom on the parameter, in standard errors.
+        real_rate: the symptom's rate among the real episodes of the cluster's robots
+            (each robot weighted by the cluster's failures there).
+        sim_rate: sim's rate at the real successes' value of the parameter.
+        episodes: the real episodes behind ``real_rate``.
+        share: ``(share, low, high)`` of the cluster's failures sim's rate at the
+            successes' value does not account for, with a 95 % interval.
+    """
+
+    estimate: ParamEstimate
+    symptom: str
+    z: float
+    real_rate: float
+    sim_rate: float
+    episodes: int
+    share: tuple[float, float, float]
+
+
+def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamEstimate],
+                 success_values: dict[str, float]) -> SymptomLead | None:
+    """The lead of the module docstring among ``candidates`` for the cluster's events
+    ``rows``; ``None`` where no parameter's slope passes :data:`SYMPTOM_ALPHA` or the real
+    episodes fail with the symptom no more often than sim does at the successes' value.
+
+    Args:
+        diagnosis: the analysis.
+        rows: the cluster's event rows.
+        candidates: the parameters that may lead (the cluster's family's).
+        success_values: each parameter's value for the real successes.
+    """
+    labels = column_values(diagnosis.events, "failure_label")[rows]
+    named = [str(v) for v in labels if v is not None]
+    if not named or not candidates:
+        return None
+    values, counts = np.unique(named, return_counts=True)
+    symptom = str(values[np.argmax(counts)])
+    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
+    sim = sim_episodes(diagnosis.dataset)
+    sim = sim.filter(pc.is_in(sim["task"].cast(pa.string()),
+                              value_set=pa.array(tasks, pa.string())))
+    failed = (strings(sim, "failure_label") == symptom) & (strings(sim, "outcome") == "failure")
+    if failed.sum() < 3 or (~failed).sum() < 3:
+        return None
+    real_rate, episodes = _real_rate(diagnosis, rows, symptom)
+    if not 0.0 < real_rate < 1.0:
+        return None
+    cut = stats.norm.isf(SYMPTOM_ALPHA / 2 / len(candidates))
+    best = None
+    for p in candidates:
+        column = f"param.{p.param}"
+        if column not in sim.column_names:
+            continue
+        spread = (p.sim_high - p.sim_low) or 1.0
+        x = (sim[column].to_numpy(zero_copy_only=False).astype(float) - p.sim_nominal) / spread
+        ok = np.isfinite(x)
+        fit = _logistic(x[ok], failed[ok])
+        if fit is None or abs(fit.z) < cut or (best is not None and abs(fit.z) <= abs(best[1].z)):
+            continue
+        best = (p, fit)
+    if best is None:
+        return None
+    p, fit = best
+    spread = (p.sim_high - p.sim_low) or 1.0
+    at_successes = (success_values.get(p.param, p.sim_nominal) - p.sim_nominal) / spread
+    sim_rate = float(special.expit(fit.intercept + fit.slope * at_successes))
+    if real_rate <= sim_rate:
+        return None
+    target = float(special.logit(real_rate))
+    shift = (target - fit.intercept) / fit.slope
+    # Delta method: the real rate's binomial error and the fit's, through the inversion.
+    var = (1.0 / (episodes * real_rate * (1.0 - real_rate)) + fit.cov[0, 0]
+           + shift**2 * fit.cov[1, 1] + 2 * shift * fit.cov[0, 1]) / fit.slope**2
+    low, high = diagnosis.dataset.params[p.param].bounds
+    estimate = float(np.clip(p.sim_nominal + shift * spread, low, high))
+    lead = replace(p, estimate=estimate, shift=(estimate - p.sim_nominal) / spread,
+                   outside_range=not p.sim_low <= estimate <= p.sim_high,
+                   uncertainty=float(np.sqrt(var)) * spread, symptom=symptom)
+    share = _excess_share(int((labels == symptom).sum()), len(rows), real_rate, episodes,
+                          sim_rate)
+    return SymptomLead(lead, symptom, fit.z, real_rate, sim_rate, episodes, share)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    intercept: float
+    slope: float
+    cov: np.ndarray
+    z: float
+
+
+def _logistic(x: np.ndarray, y: np.ndarray) -> _Fit | None:
+    """Maximum-likelihood ``logit P(y) = a + b x`` with the Wald covariance of ``(a, b)``;
+    ``None`` where ``x`` does not vary or the fit is degenerate."""
+    if len(x) < 10 or np.ptp(x) == 0 or y.all() or not y.any():
+        return None
+    model = LogisticRegression(C=np.inf, max_iter=200).fit(x[:, None], y)
+    a, b = float(model.intercept_[0]), float(model.coef_[0, 0])
+    p = special.expit(a + b * x)
+    design = np.column_stack([np.ones_like(x), x])
+    info = design.T @ (design * (p * (1 - p))[:, None])
+    if np.linalg.cond(info) > 1e12:
+        return None
+    cov = np.linalg.inv(info)
+    return _Fit(a, b, cov, b / float(np.sqrt(cov[1, 1])))
+
+
+def _real_rate(diagnosis: Diagnosis, rows: np.ndarray, symptom: str) -> tuple[float, int]:
+    """The symptom's rate among the analysed real episodes of the robots where the
+    cluster's failures happen, each robot weighted by its share of them, and the number of
+    episodes that rate rests on (the same weights; the whole fleet where no robot is
+    logged)."""
+    real = real_episodes(diagnosis.dataset, diagnosis.deployments)
+    robots = strings(real, "robot_id")
+    hit = (strings(real, "failure_label") == symptom) & (strings(real, "outcome") == "failure")
+    mine = strings(diagnosis.events, "robot_id")[rows]
+    if any(r is None for r in mine):
+        return float(hit.mean()), len(hit)
+    names, members = np.unique(mine.astype(str), return_counts=True)
+    weight = members / members.sum()
+    rates = np.array([hit[robots == r].mean() for r in names])
+    sizes = np.array([(robots == r).sum() for r in names])
+    return float(weight @ rates), round(float(weight @ sizes))
+
+
+def _excess_share(k: int, n: int, real_rate: float, episodes: int,
+                  sim_rate: float) -> tuple[float, float, float]:
+    """The share of ``n`` failures, ``k`` of which show the symptom, beyond sim's rate:
+    ``k / n * (1 - sim_rate / real_rate)``, the interval from the real rate's
+    Clopper-Pearson interval over ``episodes``."""
+    hits = round(real_rate * episodes)
+    low = float(stats.beta.ppf(0.025, hits, episodes - hits + 1)) if hits > 0 else 0.0
+    high = float(stats.beta.isf(0.025, hits + 1, episodes - hits)) if hits < episodes else 1.0
+    part = k / n
+    return tuple(max(0.0, part * (1.0 - sim_rate / r)) if r > 0 else 0.0
+                 for r in (real_rate, low, high))  # type: ignore[return-value]
+

@@ -1,0 +1,81 @@
+"""A parameter named by how sim's rollouts end, where the telemetry names none."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import special
+
+from sim2real.attribute.params import ParamEstimate
+from sim2real.attribute.symptoms import symptom_lead
+from sim2real.dataset.schema import ParamRange
+
+_RANGES = {"pad_mu": ParamRange("pad_mu", 0.5, 1.5, 1.0), "mass": ParamRange("mass", 0.5, 1.5, 1.0)}
+
+
+def _diagnosis(drops_follow_pads: bool, worn_rate: float) -> tuple[SimpleNamespace, np.ndarray]:
+    """Sim: 3,000 rollouts, objects dropped more often the lower the pad friction (or,
+    ``drops_follow_pads`` false, at one rate whatever it is). Real: robot r1's pads are
+    worn (it drops ``worn_rate`` of its objects), r2 and r3 drop as sim does at nominal."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    pad = rng.uniform(0.5, 1.5, n)
+    mass = rng.uniform(0.5, 1.5, n)
+    slope = -4.0 if drops_follow_pads else 0.0
+    dropped = rng.random(n) < special.expit(-3.0 + slope * (pad - 1.0))
+    robots = np.repeat(["r1", "r2", "r3"], 400)
+    rate = np.where(robots == "r1", worn_rate, special.expit(-3.0))
+    real_dropped = rng.random(len(robots)) < rate
+    episodes = pa.concat_tables([
+        pa.table({"source": ["sim"] * n, "task": ["pick"] * n, "robot_id": [None] * n,
+                  "deployment": [None] * n, "outcome": _outcome(dropped),
+                  "failure_label": _label(dropped), "param.pad_mu": pad, "param.mass": mass}),
+        pa.table({"source": ["real"] * len(robots), "task": ["pick"] * len(robots),
+                  "robot_id": robots, "deployment": ["d1"] * len(robots),
+                  "outcome": _outcome(real_dropped), "failure_label": _label(real_dropped),
+                  "param.pad_mu": np.full(len(robots), np.nan),
+                  "param.mass": np.full(len(robots), np.nan)}),
+    ], promote_options="default")
+    real = episodes.filter(pc.equal(episodes["source"], "real"))
+    events = real.filter(pc.equal(real["outcome"], "failure"))
+    dataset = SimpleNamespace(episodes=episodes, params=_RANGES, deployments=("d1",),
+                              root="fleet")
+    cluster = np.flatnonzero(np.array(events["robot_id"].to_pylist()) == "r1")
+    return SimpleNamespace(dataset=dataset, events=events, deployments=("d1",)), cluster
+
+
+def _outcome(failed: np.ndarray) -> np.ndarray:
+    return np.where(failed, "failure", "success")
+
+
+def _label(failed: np.ndarray) -> pa.Array:
+    return pa.array(np.where(failed, "dropped_object", None), pa.string())
+
+
+def _candidates() -> list[ParamEstimate]:
+    return [ParamEstimate(name, 0.5, 1.5, 1.0, 1.0, 0.0, False, 0.1, 0.0)
+            for name in ("mass", "pad_mu")]
+
+
+def test_worn_pads_are_named_by_the_rate_sim_drops_objects_at() -> None:
+    # r1 drops 40 % of its objects: sim does so at logit(0.4) = -3 - 4 (pad - 1), pad 0.35.
+    diagnosis, rows = _diagnosis(True, 0.4)
+    lead = symptom_lead(diagnosis, rows, _candidates(), {"mass": 1.0, "pad_mu": 1.0})
+    assert lead is not None
+    assert lead.estimate.param == "pad_mu" and lead.symptom == "dropped_object"
+    assert lead.z < -5
+    assert abs(lead.estimate.estimate - 0.35) < 2.5 * lead.estimate.uncertainty
+    assert 0.15 < lead.estimate.estimate < 0.5 and lead.estimate.outside_range
+    assert lead.estimate.symptom == "dropped_object"
+    # Most of the cluster's drops are beyond sim's 4.7 % at the successes' pads.
+    assert lead.share[1] < lead.share[0] < lead.share[2] and lead.share[0] > 0.8
+
+
+def test_no_lead_where_sim_drops_alike_at_every_value_or_reality_drops_no_more() -> None:
+    diagnosis, rows = _diagnosis(False, 0.4)
+    assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
+    diagnosis, rows = _diagnosis(True, 0.03)  # r1 drops less often than sim at nominal
+    assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
