@@ -79,3 +79,28 @@ def test_no_lead_where_sim_drops_alike_at_every_value_or_reality_drops_no_more()
     assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
     diagnosis, rows = _diagnosis(True, 0.03)  # r1 drops less often than sim at nominal
     assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
+
+
+def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) -> None:
+    from collections import Counter
+
+    from sim2real.demo.zoo import generate_world
+    from sim2real.pipeline import diagnose
+    from sim2real.report.build import find_clusters
+
+    # Tuned zoo world 31: worn pads move no telemetry sim tells within its range
+    # (identifiability 0.0); before the symptom lead their cluster was told to investigate.
+    key = generate_world(31, tmp_path)
+    diagnosis = diagnose(key.dataset)
+    ids = diagnosis.signatures.episode_ids
+    led = [f for f in find_clusters(diagnosis) if f.params and f.params[0].symptom]
+    assert len(led) == 1
+    finding = led[0]
+    causes = Counter(key.events.get(ids[i]) for i in finding.rows)
+    assert causes.most_common(1)[0][0].startswith("worn_pads")
+    lead = finding.params[0]
+    assert lead.param == "grip_friction_vo" and lead.symptom == "dropped_object"
+    assert lead.outside_range and lead.estimate < lead.sim_low
+    action = finding.actions[0]
+    assert (action.kind, action.target) == ("widen_randomization", "param.grip_friction_vo")
+    assert "how its rollouts end" in action.detail and action.evidence.startswith("symptom rate")
