@@ -58,6 +58,7 @@ _UNSURE = 0.3  # label confidence below which "investigate" is added
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
 _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
 _FAMILY = {"dynamics_mismatch": "dynamics", "perception_drift": "perception"}
+_TAXONOMY = {family: taxonomy for taxonomy, family in _FAMILY.items()}
 
 
 def propose_actions(
@@ -100,11 +101,11 @@ def propose_actions(
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
     if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
         candidate = _candidate(mine, evidence, label.taxonomy)
-        if candidate is not None:
-            own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
-        elif symptom is not None:
+        if symptom is not None:
             own.append(_param_action(diagnosis, rows, symptom.estimate, evidence,
                                      symptom=symptom))
+        elif candidate is not None:
+            own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
         own.append(_perception(diagnosis, rows, label, words))
@@ -122,18 +123,28 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     """Where a physical cluster's telemetry names no parameter to change (none of its
     family's explains or pulls: :func:`propose_actions` would only say ``investigate``),
     the parameter of its family that sim fails through the way the cluster fails
-    (:func:`~sim2real.attribute.symptoms.symptom_lead`); ``None`` elsewhere."""
-    if evidence is None or label.taxonomy not in _PARAM_TAXONOMIES:
+    (:func:`~sim2real.attribute.symptoms.symptom_lead`). For a cluster whose signals look
+    like sim's (``unexplained``), the same over both physical families, unless the
+    telemetry pulls another parameter of the lead's family: a weak pull names no family,
+    but it is the telemetry's word. ``None`` elsewhere."""
+    unexplained = label.taxonomy == "unexplained"
+    if evidence is None or not (unexplained or label.taxonomy in _PARAM_TAXONOMIES):
         return None
     mine = _may_lead(diagnosis, rows, params, evidence)
-    if (any(p.explained >= _MIN_EXPLAINED for p in mine)
-            or _candidate(mine, evidence, label.taxonomy) is not None):
+    if any(p.explained >= _MIN_EXPLAINED for p in mine) or (
+            not unexplained and _candidate(mine, evidence, label.taxonomy) is not None):
         return None
-    family = _FAMILY[label.taxonomy]
+    taxonomies = _PARAM_TAXONOMIES if unexplained else (label.taxonomy,)
+    families = {_FAMILY[t] for t in taxonomies}
     names = evidence.inference.space_.names
-    return symptom_lead(diagnosis, rows,
-                        [p for p in mine if param_family(evidence, p.param) == family],
+    lead = symptom_lead(diagnosis, rows,
+                        [p for p in mine if param_family(evidence, p.param) in families],
                         dict(zip(names, evidence.success_mean.tolist(), strict=True)))
+    if lead is None or not unexplained:
+        return lead
+    family = param_family(evidence, lead.estimate.param)
+    pulled = _candidate(mine, evidence, _TAXONOMY[family])
+    return lead if pulled is None or pulled.param == lead.estimate.param else None
 
 
 def _may_lead(diagnosis: Diagnosis, rows: np.ndarray, params: list[ParamEstimate],

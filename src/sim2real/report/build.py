@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ from sim2real._version import __version__
 from sim2real.attribute import (
     WEAK_PULL,
     ParamEstimate,
+    ParamEvidence,
     cluster_confounders,
     deviating_families,
     family_explanation,
@@ -110,26 +112,35 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
         confounders = cluster_confounders(diagnosis, rows)
         params = infer_params(diagnosis, rows, evidence)
         lead = lead_param(params, evidence, deviating)
-        lead_is = shows = None
-        if lead is not None and evidence is not None:
-            lead_is = param_family(evidence, lead.param)
-            shows = moved_family(evidence, lead.param)
-        label = label_cluster(diagnosis.signatures, rows, robots, sites, cited.get(index, []),
-                              explanation, [f.value for f in confounders if f.kind == "sys"],
-                              reference, lead_is,
-                              lead_family(params, evidence, deviating, WEAK_PULL), shows)
+        tie = lead_family(params, evidence, deviating, WEAK_PULL)
+        label_as = partial(label_cluster, diagnosis.signatures, rows, robots, sites,
+                           cited.get(index, []), explanation,
+                           [f.value for f in confounders if f.kind == "sys"], reference)
+        label = label_as(*_led_by(evidence, lead, tie))
         failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         # Where the telemetry names no parameter, how sim's rollouts end may: that parameter,
-        # at the value the symptom's rate points to, heads the cluster's parameters.
+        # at the value the symptom's rate points to, heads the cluster's parameters, and
+        # names the family of a cluster whose signals look like sim's.
         symptom = lead_by_symptom(diagnosis, rows, label, params, evidence)
         if symptom is not None:
             params = [symptom.estimate,
                       *(p for p in params if p.param != symptom.estimate.param)]
+            if label.taxonomy == "unexplained":
+                label = label_as(*_led_by(evidence, symptom.estimate, tie))
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders,
                                   symptom)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
+
+
+def _led_by(evidence: ParamEvidence | None, lead: ParamEstimate | None,
+            tie: str | None) -> tuple[str | None, str | None, str | None]:
+    """:func:`label_cluster`'s ``lead``, ``tie`` and ``lead_shows`` where ``lead`` (if any)
+    is the parameter the cluster's events point to."""
+    if lead is None or evidence is None:
+        return None, tie, None
+    return param_family(evidence, lead.param), tie, moved_family(evidence, lead.param)
 
 
 def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None) -> Report:
