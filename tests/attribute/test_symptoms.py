@@ -16,10 +16,12 @@ from sim2real.dataset.schema import ParamRange
 _RANGES = {"pad_mu": ParamRange("pad_mu", 0.5, 1.5, 1.0), "mass": ParamRange("mass", 0.5, 1.5, 1.0)}
 
 
-def _diagnosis(drops_follow_pads: bool, worn_rate: float) -> tuple[SimpleNamespace, np.ndarray]:
+def _diagnosis(drops_follow_pads: bool, worn_rate: float, real_label: str = "dropped_object",
+               sim_labels: bool = True) -> tuple[SimpleNamespace, np.ndarray]:
     """Sim: 3,000 rollouts, objects dropped more often the lower the pad friction (or,
     ``drops_follow_pads`` false, at one rate whatever it is). Real: robot r1's pads are
-    worn (it drops ``worn_rate`` of its objects), r2 and r3 drop as sim does at nominal."""
+    worn (it drops ``worn_rate`` of its objects), r2 and r3 drop as sim does at nominal.
+    ``real_label``: what the real failures are labelled; ``sim_labels``: whether sim's are."""
     rng = np.random.default_rng(0)
     n = 3000
     pad = rng.uniform(0.5, 1.5, n)
@@ -32,10 +34,12 @@ def _diagnosis(drops_follow_pads: bool, worn_rate: float) -> tuple[SimpleNamespa
     episodes = pa.concat_tables([
         pa.table({"source": ["sim"] * n, "task": ["pick"] * n, "robot_id": [None] * n,
                   "deployment": [None] * n, "outcome": _outcome(dropped),
-                  "failure_label": _label(dropped), "param.pad_mu": pad, "param.mass": mass}),
+                  "failure_label": _label(dropped, "dropped_object" if sim_labels else None),
+                  "param.pad_mu": pad, "param.mass": mass}),
         pa.table({"source": ["real"] * len(robots), "task": ["pick"] * len(robots),
                   "robot_id": robots, "deployment": ["d1"] * len(robots),
-                  "outcome": _outcome(real_dropped), "failure_label": _label(real_dropped),
+                  "outcome": _outcome(real_dropped),
+                  "failure_label": _label(real_dropped, real_label),
                   "param.pad_mu": np.full(len(robots), np.nan),
                   "param.mass": np.full(len(robots), np.nan)}),
     ], promote_options="default")
@@ -51,8 +55,8 @@ def _outcome(failed: np.ndarray) -> np.ndarray:
     return np.where(failed, "failure", "success")
 
 
-def _label(failed: np.ndarray) -> pa.Array:
-    return pa.array(np.where(failed, "dropped_object", None), pa.string())
+def _label(failed: np.ndarray, label: str | None) -> pa.Array:
+    return pa.array(np.where(failed, label, None), pa.string())
 
 
 def _candidates() -> list[ParamEstimate]:
@@ -79,6 +83,18 @@ def test_no_lead_where_sim_drops_alike_at_every_value_or_reality_drops_no_more()
     assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
     diagnosis, rows = _diagnosis(True, 0.03)  # r1 drops less often than sim at nominal
     assert symptom_lead(diagnosis, rows, _candidates(), {}) is None
+
+
+def test_a_failure_sim_never_produces_is_said_to_be_missing_from_it() -> None:
+    from sim2real.attribute.symptoms import never_in_sim
+
+    # r1 stops in 40 % of its runs; none of sim's 3,000 rollouts does (they only drop).
+    diagnosis, rows = _diagnosis(True, 0.4, real_label="protective_stop")
+    symptom, n, rate = never_in_sim(diagnosis, rows)  # type: ignore[misc]
+    assert (symptom, n) == ("protective_stop", 3000) and abs(rate - 0.4) < 0.06
+    # Sim ends that way too, or logs no labels at all: nothing to say.
+    assert never_in_sim(*_diagnosis(True, 0.4)) is None
+    assert never_in_sim(*_diagnosis(True, 0.4, "protective_stop", sim_labels=False)) is None
 
 
 def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) -> None:

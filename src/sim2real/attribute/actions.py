@@ -39,7 +39,7 @@ from sim2real._columns import column_values
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
-from sim2real.attribute.symptoms import SymptomLead, symptom_lead
+from sim2real.attribute.symptoms import SymptomLead, never_in_sim, symptom_lead
 from sim2real.cluster.taxonomy import REFERENCE_WORDS, SIGNIFICANT, novel_context
 from sim2real.pipeline import compared_with
 from sim2real.report.model import Action
@@ -113,7 +113,10 @@ def propose_actions(
     actions = own + others
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
     if unsure or not actions:
-        actions.append(_investigate(rows, label, actions, words))
+        # Normal runs never fail: that one never ends a cluster's way says nothing there.
+        never = (never_in_sim(diagnosis, rows)
+                 if compared_with(diagnosis.dataset) == "simulation" else None)
+        actions.append(_investigate(rows, label, actions, words, never))
     return actions
 
 
@@ -420,16 +423,24 @@ def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
 
 
 def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action],
-                 words: dict[str, str]) -> Action:
+                 words: dict[str, str], never: tuple[str, int, float] | None = None) -> Action:
+    """``never``: the cluster's symptom, the sim rollouts of its tasks (none of which ends
+    that way) and its real rate (:func:`~sim2real.attribute.symptoms.never_in_sim`); said,
+    since no change within sim's ranges can then reproduce the failures."""
     covered = max((a.expected_reduction for a in actions), default=0.0)
     lead = ", ".join(c for c, _, _ in label.top_channels[:2]) or "the signals"
     left = max(0.0, 1.0 - covered)
-    return _action(
-        "investigate", f"cluster events ({lead})",
-        f"Nothing clear to change: inspect these failures beside their matched {words['runs']} "
-        f"({lead} differ most); label confidence {label.confidence:.2f}.",
-        (left, left, left),
-        f"share of the cluster's {len(rows)} failures no other action addresses")
+    detail = (f"Nothing clear to change: inspect these failures beside their matched "
+              f"{words['runs']} ({lead} differ most); label confidence {label.confidence:.2f}.")
+    if never is not None:
+        detail += (f" None of the {never[1]:,} {words['runs']} of its tasks ends in "
+                   f"{never[0]}, against {100 * never[2]:.1f} % of the real episodes where "
+                   f"these failures happen: within the ranges it samples sim never fails this "
+                   f"way, so either what causes it (a contact, an obstacle, a step of the "
+                   f"task) is missing from the simulation or a parameter lies beyond its "
+                   f"range.")
+    return _action("investigate", f"cluster events ({lead})", detail, (left, left, left),
+                   f"share of the cluster's {len(rows)} failures no other action addresses")
 
 
 def _action(kind: str, target: str, detail: str, reduction: tuple[float, float, float],

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sim2real.attribute.params import ParamEstimate
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "symptom_lead"]
+__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "never_in_sim", "symptom_lead"]
 
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
 # runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
@@ -74,19 +74,13 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
         candidates: the parameters that may lead (the cluster's family's).
         success_values: each parameter's value for the real successes.
     """
-    labels = column_values(diagnosis.events, "failure_label")[rows]
-    named = [str(v) for v in labels if v is not None]
-    if not named or not candidates:
+    ended = _sim_endings(diagnosis, rows)
+    if ended is None or not candidates:
         return None
-    values, counts = np.unique(named, return_counts=True)
-    symptom = str(values[np.argmax(counts)])
-    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
-    sim = sim_episodes(diagnosis.dataset)
-    sim = sim.filter(pc.is_in(sim["task"].cast(pa.string()),
-                              value_set=pa.array(tasks, pa.string())))
-    failed = (strings(sim, "failure_label") == symptom) & (strings(sim, "outcome") == "failure")
+    symptom, sim, failed = ended
     if failed.sum() < 3 or (~failed).sum() < 3:
         return None
+    labels = column_values(diagnosis.events, "failure_label")[rows]
     real_rate, episodes = _real_rate(diagnosis, rows, symptom)
     if not 0.0 < real_rate < 1.0:
         return None
@@ -124,6 +118,43 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
     share = _excess_share(int((labels == symptom).sum()), len(rows), real_rate, episodes,
                           sim_rate)
     return SymptomLead(lead, symptom, fit.z, real_rate, sim_rate, episodes, share)
+
+
+def never_in_sim(diagnosis: Diagnosis, rows: np.ndarray) -> tuple[str, int, float] | None:
+    """The cluster's most common symptom, the number of sim rollouts of its tasks and the
+    symptom's real rate where the cluster's failures happen, where none of those rollouts
+    ends that way (while some end another labelled way) and, at the real rate, at least one
+    would have but for a chance below :data:`SYMPTOM_ALPHA`: sim does not produce that
+    failure at any parameter value it samples (the cause is missing from it, or a parameter
+    lies beyond its range). ``None`` otherwise."""
+    ended = _sim_endings(diagnosis, rows)
+    if ended is None or ended[2].any():
+        return None
+    symptom, sim, _ = ended
+    if not any(v is not None for v in strings(sim, "failure_label")):
+        return None  # sim logs no failure labels: its silence says nothing
+    real_rate, _ = _real_rate(diagnosis, rows, symptom)
+    if (1.0 - real_rate) ** sim.num_rows >= SYMPTOM_ALPHA:
+        return None
+    return symptom, sim.num_rows, real_rate
+
+
+def _sim_endings(diagnosis: Diagnosis,
+                 rows: np.ndarray) -> tuple[str, pa.Table, np.ndarray] | None:
+    """The cluster's most common ``failure_label``, the sim rollouts of its tasks and which
+    of them failed with it; ``None`` where its failures carry no label."""
+    labels = column_values(diagnosis.events, "failure_label")[rows]
+    named = [str(v) for v in labels if v is not None]
+    if not named:
+        return None
+    values, counts = np.unique(named, return_counts=True)
+    symptom = str(values[np.argmax(counts)])
+    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
+    sim = sim_episodes(diagnosis.dataset)
+    sim = sim.filter(pc.is_in(sim["task"].cast(pa.string()),
+                              value_set=pa.array(tasks, pa.string())))
+    failed = (strings(sim, "failure_label") == symptom) & (strings(sim, "outcome") == "failure")
+    return symptom, sim, failed
 
 
 @dataclass(frozen=True)
