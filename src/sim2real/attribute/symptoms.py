@@ -9,11 +9,13 @@ cluster has no lead in its telemetry, the parameter of its family whose value si
 rollouts fail with the cluster's symptom (its most common ``failure_label``) most
 significantly along (a logistic fit per parameter) is a lead, and its estimate is the value
 at which sim fails that way as often as the real episodes do where the cluster's failures
-happen.
+happen. Where no rollout ends that way at all, nothing within sim's ranges reproduces the
+failures (:func:`never_in_sim`).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import special, stats
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from sim2real._columns import column_values, strings
@@ -170,7 +173,11 @@ def _logistic(x: np.ndarray, y: np.ndarray) -> _Fit | None:
     ``None`` where ``x`` does not vary or the fit is degenerate."""
     if len(x) < 10 or np.ptp(x) == 0 or y.all() or not y.any():
         return None
-    model = LogisticRegression(C=np.inf, max_iter=200).fit(x[:, None], y)
+    with warnings.catch_warnings():
+        # Separation (a symptom sim shows only past some value) stops the fit short; its
+        # information matrix is then near singular and the fit dropped below.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(C=np.inf, max_iter=200).fit(x[:, None], y)
     a, b = float(model.intercept_[0]), float(model.coef_[0, 0])
     p = special.expit(a + b * x)
     design = np.column_stack([np.ones_like(x), x])
@@ -208,6 +215,9 @@ def _excess_share(k: int, n: int, real_rate: float, episodes: int,
     low = float(stats.beta.ppf(0.025, hits, episodes - hits + 1)) if hits > 0 else 0.0
     high = float(stats.beta.isf(0.025, hits + 1, episodes - hits)) if hits < episodes else 1.0
     part = k / n
-    return tuple(max(0.0, part * (1.0 - sim_rate / r)) if r > 0 else 0.0
-                 for r in (real_rate, low, high))  # type: ignore[return-value]
+
+    def beyond(rate: float) -> float:
+        return max(0.0, part * (1.0 - sim_rate / rate)) if rate > 0 else 0.0
+
+    return beyond(real_rate), beyond(low), beyond(high)
 
