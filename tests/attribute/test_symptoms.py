@@ -86,7 +86,7 @@ def test_no_lead_where_sim_drops_alike_at_every_value_or_reality_drops_no_more()
 
 
 def test_a_failure_sim_never_produces_is_said_to_be_missing_from_it() -> None:
-    from sim2real.attribute.symptoms import never_in_sim
+    from sim2real.attribute.symptoms import all_endings_in_sim, never_in_sim
 
     # r1 stops in 40 % of its runs; none of sim's 3,000 rollouts does (they only drop).
     diagnosis, rows = _diagnosis(True, 0.4, real_label="protective_stop")
@@ -95,6 +95,10 @@ def test_a_failure_sim_never_produces_is_said_to_be_missing_from_it() -> None:
     # Sim ends that way too, or logs no labels at all: nothing to say.
     assert never_in_sim(*_diagnosis(True, 0.4)) is None
     assert never_in_sim(*_diagnosis(True, 0.4, "protective_stop", sim_labels=False)) is None
+    # A cluster ending in a way sim never shows may not have its drops explained by the
+    # pads over what the telemetry pulls (actions.lead_by_symptom); one that only drops may.
+    assert not all_endings_in_sim(diagnosis, rows)
+    assert all_endings_in_sim(*_diagnosis(True, 0.4))
 
 
 def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) -> None:

@@ -39,7 +39,12 @@ from sim2real._columns import column_values
 from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
-from sim2real.attribute.symptoms import SymptomLead, never_in_sim, symptom_lead
+from sim2real.attribute.symptoms import (
+    SymptomLead,
+    all_endings_in_sim,
+    never_in_sim,
+    symptom_lead,
+)
 from sim2real.cluster.taxonomy import REFERENCE_WORDS, SIGNIFICANT, novel_context
 from sim2real.pipeline import compared_with
 from sim2real.report.model import Action
@@ -79,7 +84,7 @@ def propose_actions(
             (:func:`~sim2real.attribute.confounding.cluster_confounders`); computed here
             when not given.
         symptom: :func:`lead_by_symptom` of the cluster: its parameter action where the
-            telemetry gives none.
+            telemetry gives none, or a weak lead the symptom overrules.
     """
     found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
     words = REFERENCE_WORDS[compared_with(diagnosis.dataset)]
@@ -124,18 +129,24 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
                     params: list[ParamEstimate],
                     evidence: ParamEvidence | None) -> SymptomLead | None:
     """Where a physical cluster's telemetry names no parameter to change (none of its
-    family's explains or pulls: :func:`propose_actions` would only say ``investigate``),
-    the parameter of its family that sim fails through the way the cluster fails
-    (:func:`~sim2real.attribute.symptoms.symptom_lead`). For a cluster whose signals look
-    like sim's (``unexplained``), the same over both physical families, unless the
-    telemetry pulls another parameter of the lead's family: a weak pull names no family,
-    but it is the telemetry's word. ``None`` elsewhere."""
+    family's explains 10 %), the parameter of its family that sim fails through the way the
+    cluster fails (:func:`~sim2real.attribute.symptoms.symptom_lead`); for a cluster whose
+    signals look like sim's (``unexplained``), the same over both physical families.
+    ``None`` elsewhere.
+
+    A weak pull of the telemetry (:func:`_candidate`) is the telemetry's word: where it
+    names the same parameter, a physical cluster keeps it (its estimate, not the rate's:
+    a symptom's rate saturates before a slip's friction reaches its real value); where it
+    names another, the symptom overrules it only where sim produces every way the cluster
+    ends (:func:`~sim2real.attribute.symptoms.all_endings_in_sim`): a cluster that also
+    ends in ways sim never shows (a heavy load's stops and misplacements) has a cause
+    beyond sim's mechanisms, and its drops need not be the pads'.
+    """
     unexplained = label.taxonomy == "unexplained"
     if evidence is None or not (unexplained or label.taxonomy in _PARAM_TAXONOMIES):
         return None
     mine = _may_lead(diagnosis, rows, params, evidence)
-    if any(p.explained >= _MIN_EXPLAINED for p in mine) or (
-            not unexplained and _candidate(mine, evidence, label.taxonomy) is not None):
+    if any(p.explained >= _MIN_EXPLAINED for p in mine):
         return None
     taxonomies = _PARAM_TAXONOMIES if unexplained else (label.taxonomy,)
     families = {_FAMILY[t] for t in taxonomies}
@@ -143,11 +154,16 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     lead = symptom_lead(diagnosis, rows,
                         [p for p in mine if param_family(evidence, p.param) in families],
                         dict(zip(names, evidence.success_mean.tolist(), strict=True)))
-    if lead is None or not unexplained:
-        return lead
+    if lead is None:
+        return None
     family = param_family(evidence, lead.estimate.param)
-    pulled = _candidate(mine, evidence, _TAXONOMY[family])
-    return lead if pulled is None or pulled.param == lead.estimate.param else None
+    pulled = _candidate(mine, evidence, label.taxonomy if not unexplained
+                        else _TAXONOMY[family])
+    if pulled is None or (unexplained and pulled.param == lead.estimate.param):
+        return lead
+    if pulled.param != lead.estimate.param and all_endings_in_sim(diagnosis, rows):
+        return lead
+    return None
 
 
 def _may_lead(diagnosis: Diagnosis, rows: np.ndarray, params: list[ParamEstimate],

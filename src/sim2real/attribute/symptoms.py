@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from sim2real.attribute.params import ParamEstimate
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "never_in_sim", "symptom_lead"]
+__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "all_endings_in_sim", "never_in_sim",
+           "symptom_lead"]
 
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
 # runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
@@ -131,10 +132,26 @@ def never_in_sim(diagnosis: Diagnosis, rows: np.ndarray) -> tuple[str, int, floa
     failure at any parameter value it samples (the cause is missing from it, or a parameter
     lies beyond its range). ``None`` otherwise."""
     ended = _sim_endings(diagnosis, rows)
-    if ended is None or ended[2].any():
+    return None if ended is None else _never(diagnosis, rows, ended[0])
+
+
+def all_endings_in_sim(diagnosis: Diagnosis, rows: np.ndarray) -> bool:
+    """Whether sim produces every way the cluster's failures end: no ``failure_label`` of
+    theirs is one no sim rollout of their tasks ends in although, at its real rate where
+    the cluster's failures happen, some would have (as :func:`never_in_sim`)."""
+    labels = column_values(diagnosis.events, "failure_label")[rows]
+    return all(_never(diagnosis, rows, str(symptom)) is None
+               for symptom in {v for v in labels if v is not None})
+
+
+def _never(diagnosis: Diagnosis, rows: np.ndarray,
+           symptom: str) -> tuple[str, int, float] | None:
+    """:func:`never_in_sim` for ``symptom``."""
+    sim = _sim_of_tasks(diagnosis, rows)
+    ends = strings(sim, "failure_label")
+    if ((ends == symptom) & (strings(sim, "outcome") == "failure")).any():
         return None
-    symptom, sim, _ = ended
-    if not any(v is not None for v in strings(sim, "failure_label")):
+    if not any(v is not None for v in ends):
         return None  # sim logs no failure labels: its silence says nothing
     real_rate, _ = _real_rate(diagnosis, rows, symptom)
     if (1.0 - real_rate) ** sim.num_rows >= SYMPTOM_ALPHA:
@@ -152,12 +169,17 @@ def _sim_endings(diagnosis: Diagnosis,
         return None
     values, counts = np.unique(named, return_counts=True)
     symptom = str(values[np.argmax(counts)])
-    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
-    sim = sim_episodes(diagnosis.dataset)
-    sim = sim.filter(pc.is_in(sim["task"].cast(pa.string()),
-                              value_set=pa.array(tasks, pa.string())))
+    sim = _sim_of_tasks(diagnosis, rows)
     failed = (strings(sim, "failure_label") == symptom) & (strings(sim, "outcome") == "failure")
     return symptom, sim, failed
+
+
+def _sim_of_tasks(diagnosis: Diagnosis, rows: np.ndarray) -> pa.Table:
+    """The sim rollouts of the tasks of the events ``rows``."""
+    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
+    sim = sim_episodes(diagnosis.dataset)
+    return sim.filter(pc.is_in(sim["task"].cast(pa.string()),
+                               value_set=pa.array(tasks, pa.string())))
 
 
 @dataclass(frozen=True)
