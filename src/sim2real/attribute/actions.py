@@ -98,7 +98,10 @@ def propose_actions(
     # A parameter whose own family's channels look like sim's, where another family's
     # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
     mine = _may_lead(diagnosis, rows, params, evidence)
-    for p in mine:
+    if symptom is not None and evidence is not None:
+        # It names the parameter where the telemetry names none, or overrules its lead.
+        own.append(_param_action(diagnosis, rows, symptom.estimate, evidence, symptom=symptom))
+    for p in mine if symptom is None else []:
         strong = p.explained >= _STRONG_EXPLAINED
         if (evidence is not None and p.explained >= _MIN_EXPLAINED
                 and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
@@ -106,10 +109,7 @@ def propose_actions(
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
     if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
         candidate = _candidate(mine, evidence, label.taxonomy)
-        if symptom is not None:
-            own.append(_param_action(diagnosis, rows, symptom.estimate, evidence,
-                                     symptom=symptom))
-        elif candidate is not None:
+        if candidate is not None:
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
@@ -128,26 +128,24 @@ def propose_actions(
 def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
                     params: list[ParamEstimate],
                     evidence: ParamEvidence | None) -> SymptomLead | None:
-    """Where a physical cluster's telemetry names no parameter to change (none of its
-    family's explains 10 %), the parameter of its family that sim fails through the way the
+    """The parameter of a physical cluster's family that sim fails through the way the
     cluster fails (:func:`~sim2real.attribute.symptoms.symptom_lead`); for a cluster whose
     signals look like sim's (``unexplained``), the same over both physical families.
-    ``None`` elsewhere.
+    ``None`` elsewhere, and where the telemetry's word stands.
 
-    A weak pull of the telemetry (:func:`_candidate`) is the telemetry's word: where it
-    names the same parameter, a physical cluster keeps it (its estimate, not the rate's:
-    a symptom's rate saturates before a slip's friction reaches its real value); where it
-    names another, the symptom overrules it only where sim produces every way the cluster
-    ends (:func:`~sim2real.attribute.symptoms.all_endings_in_sim`): a cluster that also
-    ends in ways sim never shows (a heavy load's stops and misplacements) has a cause
-    beyond sim's mechanisms, and its drops need not be the pads'.
+    The telemetry's word is the first parameter that explains the cluster, else its weak
+    lead (:func:`_candidate`). Where it names the same parameter, a physical cluster keeps
+    it (its estimate, not the rate's: a symptom's rate saturates before a slip's friction
+    reaches its real value); where it names another, the symptom overrules it only where
+    sim produces every way the cluster ends
+    (:func:`~sim2real.attribute.symptoms.all_endings_in_sim`): a cluster that also ends in
+    ways sim never shows (a heavy load's stops and misplacements) has a cause beyond sim's
+    mechanisms, and its drops need not be the pads'.
     """
     unexplained = label.taxonomy == "unexplained"
     if evidence is None or not (unexplained or label.taxonomy in _PARAM_TAXONOMIES):
         return None
     mine = _may_lead(diagnosis, rows, params, evidence)
-    if any(p.explained >= _MIN_EXPLAINED for p in mine):
-        return None
     taxonomies = _PARAM_TAXONOMIES if unexplained else (label.taxonomy,)
     families = {_FAMILY[t] for t in taxonomies}
     names = evidence.inference.space_.names
@@ -157,8 +155,9 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     if lead is None:
         return None
     family = param_family(evidence, lead.estimate.param)
-    pulled = _candidate(mine, evidence, label.taxonomy if not unexplained
-                        else _TAXONOMY[family])
+    found = [p for p in mine if p.explained >= _MIN_EXPLAINED]
+    pulled = found[0] if found else _candidate(
+        mine, evidence, label.taxonomy if not unexplained else _TAXONOMY[family])
     if pulled is None or (unexplained and pulled.param == lead.estimate.param):
         return lead
     if pulled.param != lead.estimate.param and all_endings_in_sim(diagnosis, rows):
