@@ -15,7 +15,6 @@ failures (:func:`never_in_sim`).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -23,8 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import special, stats
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
 
 from sim2real._columns import column_values, strings
 from sim2real.pipeline import real_episodes, sim_episodes
@@ -39,6 +36,9 @@ __all__ = ["SYMPTOM_ALPHA", "SymptomLead", "all_endings_in_sim", "never_in_sim",
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
 # runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
 SYMPTOM_ALPHA = 0.01
+# Newton's method converges in a handful of steps on a logistic fit that has a maximum;
+# one that has not converged by then is separated data.
+_NEWTON_STEPS = 50
 
 
 @dataclass(frozen=True)
@@ -191,23 +191,28 @@ class _Fit:
 
 
 def _logistic(x: np.ndarray, y: np.ndarray) -> _Fit | None:
-    """Maximum-likelihood ``logit P(y) = a + b x`` with the Wald covariance of ``(a, b)``;
-    ``None`` where ``x`` does not vary or the fit is degenerate."""
+    """Maximum-likelihood ``logit P(y) = a + b x`` with the Wald covariance of ``(a, b)``,
+    by Newton's method (iteratively reweighted least squares: two parameters, a few
+    passes over ``x``); ``None`` where ``x`` does not vary or the fit is degenerate (a
+    symptom sim shows only past some value separates the data: the slope grows without
+    bound and the information matrix turns singular)."""
     if len(x) < 10 or np.ptp(x) == 0 or y.all() or not y.any():
         return None
-    with warnings.catch_warnings():
-        # Separation (a symptom sim shows only past some value) stops the fit short; its
-        # information matrix is then near singular and the fit dropped below.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = LogisticRegression(C=np.inf, max_iter=200).fit(x[:, None], y)
-    a, b = float(model.intercept_[0]), float(model.coef_[0, 0])
-    p = special.expit(a + b * x)
     design = np.column_stack([np.ones_like(x), x])
-    info = design.T @ (design * (p * (1 - p))[:, None])
-    if np.linalg.cond(info) > 1e12:
+    beta = np.array([float(special.logit(y.mean())), 0.0])
+    for _ in range(_NEWTON_STEPS):
+        p = special.expit(design @ beta)
+        info = design.T @ (design * (p * (1.0 - p))[:, None])
+        if np.linalg.cond(info) > 1e12:
+            return None
+        step = np.linalg.solve(info, design.T @ (y - p))
+        beta = beta + step
+        if np.abs(step).max() < 1e-9:
+            break
+    else:
         return None
     cov = np.linalg.inv(info)
-    return _Fit(a, b, cov, b / float(np.sqrt(cov[1, 1])))
+    return _Fit(float(beta[0]), float(beta[1]), cov, float(beta[1] / np.sqrt(cov[1, 1])))
 
 
 def _real_rate(diagnosis: Diagnosis, rows: np.ndarray, symptom: str) -> tuple[float, int]:
