@@ -161,7 +161,7 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     if pulled is None or (unexplained and pulled.param == lead.estimate.param):
         return lead
     if pulled.param != lead.estimate.param and all_endings_in_sim(diagnosis, rows):
-        return lead
+        return replace(lead, overrules=pulled.param)
     return None
 
 
@@ -343,10 +343,14 @@ def _param_action(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
 def _symptom_words(lead: SymptomLead) -> str:
     p = lead.estimate
     more = "higher" if lead.z > 0 else "lower"
-    return (f" Sim's telemetry does not tell param.{p.param} within its range, but how its "
-            f"rollouts end does: they end in {lead.symptom} more often the {more} "
-            f"it is (logistic slope {abs(lead.z):.1f} standard errors), and reach the real "
-            f"rate where this cluster's failures happen at about {_estimate(p)}.")
+    words = (f" Sim's telemetry does not single out param.{p.param}, but how its rollouts "
+             f"end does: they end in {lead.symptom} more often the {more} it is (logistic "
+             f"slope {abs(lead.z):.1f} standard errors), and reach the real rate where this "
+             f"cluster's failures happen at about {_estimate(p)}.")
+    if lead.overrules is not None:
+        words += (f" It comes before param.{lead.overrules}, which the telemetry points to: "
+                  f"every way these failures end is one sim produces.")
+    return words
 
 
 def at_bound(p: ParamEstimate, bounds: tuple[float, float]) -> str:

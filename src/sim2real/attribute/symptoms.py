@@ -55,6 +55,8 @@ class SymptomLead:
         episodes: the real episodes behind ``real_rate``.
         share: ``(share, low, high)`` of the cluster's failures sim's rate at the
             successes' value does not account for, with a 95 % interval.
+        overrules: the parameter the telemetry pointed to instead, where the lead
+            overrules it (see :func:`~sim2real.attribute.actions.lead_by_symptom`).
     """
 
     estimate: ParamEstimate
@@ -64,6 +66,7 @@ class SymptomLead:
     sim_rate: float
     episodes: int
     share: tuple[float, float, float]
+    overrules: str | None = None
 
 
 def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamEstimate],
