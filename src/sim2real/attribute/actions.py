@@ -40,6 +40,7 @@ from sim2real._format import fmt_range, fmt_value
 from sim2real.attribute.confounding import Confounder, cluster_confounders
 from sim2real.attribute.params import WEAK_PULL, deviating_families, may_lead, param_family
 from sim2real.attribute.symptoms import (
+    Endings,
     SymptomLead,
     all_endings_in_sim,
     never_in_sim,
@@ -69,7 +70,7 @@ _TAXONOMY = {family: taxonomy for taxonomy, family in _FAMILY.items()}
 def propose_actions(
     diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel, params: list[ParamEstimate],
     evidence: ParamEvidence | None = None, confounders: list[Confounder] | None = None,
-    symptom: SymptomLead | None = None,
+    symptom: SymptomLead | None = None, endings: Endings | None = None,
 ) -> list[Action]:
     """Actions most likely to shrink the cluster of events ``rows``, most promising first.
 
@@ -85,6 +86,8 @@ def propose_actions(
             when not given.
         symptom: :func:`lead_by_symptom` of the cluster: its parameter action where the
             telemetry gives none, or a weak lead the symptom overrules.
+        endings: how the diagnosis' runs ended (:meth:`Endings.read`, once per diagnosis);
+            read here when needed and not given.
     """
     found = cluster_confounders(diagnosis, rows) if confounders is None else confounders
     words = REFERENCE_WORDS[compared_with(diagnosis.dataset)]
@@ -119,15 +122,15 @@ def propose_actions(
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
     if unsure or not actions:
         # Normal runs never fail: that one never ends a cluster's way says nothing there.
-        never = (never_in_sim(diagnosis, rows)
+        never = (never_in_sim(diagnosis, rows, endings)
                  if compared_with(diagnosis.dataset) == "simulation" else None)
         actions.append(_investigate(rows, label, actions, words, never))
     return actions
 
 
 def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
-                    params: list[ParamEstimate],
-                    evidence: ParamEvidence | None) -> SymptomLead | None:
+                    params: list[ParamEstimate], evidence: ParamEvidence | None,
+                    endings: Endings | None = None) -> SymptomLead | None:
     """The parameter of a physical cluster's family that sim fails through the way the
     cluster fails (:func:`~sim2real.attribute.symptoms.symptom_lead`); for a cluster whose
     signals look like sim's (``unexplained``), the same over both physical families.
@@ -140,7 +143,8 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     sim produces every way the cluster ends
     (:func:`~sim2real.attribute.symptoms.all_endings_in_sim`): a cluster that also ends in
     ways sim never shows (a heavy load's stops and misplacements) has a cause beyond sim's
-    mechanisms, and its drops need not be the pads'.
+    mechanisms, and its drops need not be the pads'. ``endings`` as for
+    :func:`propose_actions`.
     """
     unexplained = label.taxonomy == "unexplained"
     if evidence is None or not (unexplained or label.taxonomy in _PARAM_TAXONOMIES):
@@ -151,7 +155,7 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
     names = evidence.inference.space_.names
     lead = symptom_lead(diagnosis, rows,
                         [p for p in mine if param_family(evidence, p.param) in families],
-                        dict(zip(names, evidence.success_mean.tolist(), strict=True)))
+                        dict(zip(names, evidence.success_mean.tolist(), strict=True)), endings)
     if lead is None:
         return None
     family = param_family(evidence, lead.estimate.param)
@@ -160,7 +164,7 @@ def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
         mine, evidence, label.taxonomy if not unexplained else _TAXONOMY[family])
     if pulled is None or (unexplained and pulled.param == lead.estimate.param):
         return lead
-    if pulled.param != lead.estimate.param and all_endings_in_sim(diagnosis, rows):
+    if pulled.param != lead.estimate.param and all_endings_in_sim(diagnosis, rows, endings):
         return replace(lead, overrules=pulled.param)
     return None
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from scipy import special, stats
 
 from sim2real._columns import column_values, strings
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from sim2real.attribute.params import ParamEstimate
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["SYMPTOM_ALPHA", "SymptomLead", "all_endings_in_sim", "never_in_sim",
+__all__ = ["SYMPTOM_ALPHA", "Endings", "SymptomLead", "all_endings_in_sim", "never_in_sim",
            "symptom_lead"]
 
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
@@ -69,8 +68,39 @@ class SymptomLead:
     overrules: str | None = None
 
 
+@dataclass(frozen=True)
+class Endings:
+    """How every run of a diagnosis ended, read once: each cluster's questions are masks
+    over these arrays, not new reads of the episodes table.
+
+    Attributes:
+        sim: the sim rollouts (their ``param.*`` columns are read from here).
+        sim_task, sim_label: ``(n_sim,)`` each rollout's task and ``failure_label``.
+        sim_failed: ``(n_sim,)`` whether it failed.
+        real_robot, real_label: ``(n_real,)`` the analysed real episodes' robot and label.
+        real_failed: ``(n_real,)`` whether each failed.
+    """
+
+    sim: pa.Table
+    sim_task: np.ndarray
+    sim_label: np.ndarray
+    sim_failed: np.ndarray
+    real_robot: np.ndarray
+    real_label: np.ndarray
+    real_failed: np.ndarray
+
+    @classmethod
+    def read(cls, diagnosis: Diagnosis) -> Endings:
+        sim = sim_episodes(diagnosis.dataset)
+        real = real_episodes(diagnosis.dataset, diagnosis.deployments)
+        return cls(sim, strings(sim, "task"), strings(sim, "failure_label"),
+                   strings(sim, "outcome") == "failure", strings(real, "robot_id"),
+                   strings(real, "failure_label"), strings(real, "outcome") == "failure")
+
+
 def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamEstimate],
-                 success_values: dict[str, float]) -> SymptomLead | None:
+                 success_values: dict[str, float],
+                 endings: Endings | None = None) -> SymptomLead | None:
     """The lead of the module docstring among ``candidates`` for the cluster's events
     ``rows``; ``None`` where no parameter's slope passes :data:`SYMPTOM_ALPHA` or the real
     episodes fail with the symptom no more often than sim does at the successes' value.
@@ -80,25 +110,28 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
         rows: the cluster's event rows.
         candidates: the parameters that may lead (the cluster's family's).
         success_values: each parameter's value for the real successes.
+        endings: :meth:`Endings.read` of ``diagnosis`` (read here when not given).
     """
-    ended = _sim_endings(diagnosis, rows)
+    endings = endings or Endings.read(diagnosis)
+    ended = _sim_endings(diagnosis, rows, endings)
     if ended is None or not candidates:
         return None
-    symptom, sim, failed = ended
+    symptom, tasks, failed = ended
     if failed.sum() < 3 or (~failed).sum() < 3:
         return None
     labels = column_values(diagnosis.events, "failure_label")[rows]
-    real_rate, episodes = _real_rate(diagnosis, rows, symptom)
+    real_rate, episodes = _real_rate(diagnosis, rows, symptom, endings)
     if not 0.0 < real_rate < 1.0:
         return None
     cut = stats.norm.isf(SYMPTOM_ALPHA / 2 / len(candidates))
     best = None
     for p in candidates:
         column = f"param.{p.param}"
-        if column not in sim.column_names:
+        if column not in endings.sim.column_names:
             continue
         spread = (p.sim_high - p.sim_low) or 1.0
-        x = (sim[column].to_numpy(zero_copy_only=False).astype(float) - p.sim_nominal) / spread
+        values = endings.sim[column].to_numpy(zero_copy_only=False).astype(float)[tasks]
+        x = (values - p.sim_nominal) / spread
         ok = np.isfinite(x)
         fit = _logistic(x[ok], failed[ok])
         if fit is None or abs(fit.z) < cut or (best is not None and abs(fit.z) <= abs(best[1].z)):
@@ -127,62 +160,65 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
     return SymptomLead(lead, symptom, fit.z, real_rate, sim_rate, episodes, share)
 
 
-def never_in_sim(diagnosis: Diagnosis, rows: np.ndarray) -> tuple[str, int, float] | None:
+def never_in_sim(diagnosis: Diagnosis, rows: np.ndarray,
+                 endings: Endings | None = None) -> tuple[str, int, float] | None:
     """The cluster's most common symptom, the number of sim rollouts of its tasks and the
     symptom's real rate where the cluster's failures happen, where none of those rollouts
     ends that way (while some end another labelled way) and, at the real rate, at least one
     would have but for a chance below :data:`SYMPTOM_ALPHA`: sim does not produce that
     failure at any parameter value it samples (the cause is missing from it, or a parameter
-    lies beyond its range). ``None`` otherwise."""
-    ended = _sim_endings(diagnosis, rows)
-    return None if ended is None else _never(diagnosis, rows, ended[0])
+    lies beyond its range). ``None`` otherwise; ``endings`` as for :func:`symptom_lead`."""
+    endings = endings or Endings.read(diagnosis)
+    ended = _sim_endings(diagnosis, rows, endings)
+    return None if ended is None else _never(diagnosis, rows, ended[0], endings)
 
 
-def all_endings_in_sim(diagnosis: Diagnosis, rows: np.ndarray) -> bool:
+def all_endings_in_sim(diagnosis: Diagnosis, rows: np.ndarray,
+                       endings: Endings | None = None) -> bool:
     """Whether sim produces every way the cluster's failures end: no ``failure_label`` of
     theirs is one no sim rollout of their tasks ends in although, at its real rate where
     the cluster's failures happen, some would have (as :func:`never_in_sim`)."""
+    endings = endings or Endings.read(diagnosis)
     labels = column_values(diagnosis.events, "failure_label")[rows]
-    return all(_never(diagnosis, rows, str(symptom)) is None
+    return all(_never(diagnosis, rows, str(symptom), endings) is None
                for symptom in {v for v in labels if v is not None})
 
 
-def _never(diagnosis: Diagnosis, rows: np.ndarray,
-           symptom: str) -> tuple[str, int, float] | None:
+def _never(diagnosis: Diagnosis, rows: np.ndarray, symptom: str,
+           endings: Endings) -> tuple[str, int, float] | None:
     """:func:`never_in_sim` for ``symptom``."""
-    sim = _sim_of_tasks(diagnosis, rows)
-    ends = strings(sim, "failure_label")
-    if ((ends == symptom) & (strings(sim, "outcome") == "failure")).any():
+    tasks = _sim_of_tasks(diagnosis, rows, endings)
+    ends = endings.sim_label[tasks]
+    if ((ends == symptom) & endings.sim_failed[tasks]).any():
         return None
     if not any(v is not None for v in ends):
         return None  # sim logs no failure labels: its silence says nothing
-    real_rate, _ = _real_rate(diagnosis, rows, symptom)
-    if (1.0 - real_rate) ** sim.num_rows >= SYMPTOM_ALPHA:
+    real_rate, _ = _real_rate(diagnosis, rows, symptom, endings)
+    n = int(tasks.sum())
+    if (1.0 - real_rate) ** n >= SYMPTOM_ALPHA:
         return None
-    return symptom, sim.num_rows, real_rate
+    return symptom, n, real_rate
 
 
-def _sim_endings(diagnosis: Diagnosis,
-                 rows: np.ndarray) -> tuple[str, pa.Table, np.ndarray] | None:
-    """The cluster's most common ``failure_label``, the sim rollouts of its tasks and which
-    of them failed with it; ``None`` where its failures carry no label."""
+def _sim_endings(diagnosis: Diagnosis, rows: np.ndarray,
+                 endings: Endings) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """The cluster's most common ``failure_label``, the mask of the sim rollouts of its
+    tasks and which of those failed with it; ``None`` where its failures carry no label."""
     labels = column_values(diagnosis.events, "failure_label")[rows]
     named = [str(v) for v in labels if v is not None]
     if not named:
         return None
     values, counts = np.unique(named, return_counts=True)
     symptom = str(values[np.argmax(counts)])
-    sim = _sim_of_tasks(diagnosis, rows)
-    failed = (strings(sim, "failure_label") == symptom) & (strings(sim, "outcome") == "failure")
-    return symptom, sim, failed
+    tasks = _sim_of_tasks(diagnosis, rows, endings)
+    failed = (endings.sim_label[tasks] == symptom) & endings.sim_failed[tasks]
+    return symptom, tasks, failed
 
 
-def _sim_of_tasks(diagnosis: Diagnosis, rows: np.ndarray) -> pa.Table:
-    """The sim rollouts of the tasks of the events ``rows``."""
-    tasks = sorted({str(t) for t in column_values(diagnosis.events, "task")[rows]})
-    sim = sim_episodes(diagnosis.dataset)
-    return sim.filter(pc.is_in(sim["task"].cast(pa.string()),
-                               value_set=pa.array(tasks, pa.string())))
+def _sim_of_tasks(diagnosis: Diagnosis, rows: np.ndarray, endings: Endings) -> np.ndarray:
+    """``(n_sim,)`` mask of the sim rollouts of the tasks of the events ``rows``."""
+    tasks = {str(t) for t in column_values(diagnosis.events, "task")[rows]}
+    return np.isin(endings.sim_task, list(tasks))
 
 
 @dataclass(frozen=True)
@@ -218,14 +254,14 @@ def _logistic(x: np.ndarray, y: np.ndarray) -> _Fit | None:
     return _Fit(float(beta[0]), float(beta[1]), cov, float(beta[1] / np.sqrt(cov[1, 1])))
 
 
-def _real_rate(diagnosis: Diagnosis, rows: np.ndarray, symptom: str) -> tuple[float, int]:
+def _real_rate(diagnosis: Diagnosis, rows: np.ndarray, symptom: str,
+               endings: Endings) -> tuple[float, int]:
     """The symptom's rate among the analysed real episodes of the robots where the
     cluster's failures happen, each robot weighted by its share of them, and the number of
     episodes that rate rests on (the same weights; the whole fleet where no robot is
     logged)."""
-    real = real_episodes(diagnosis.dataset, diagnosis.deployments)
-    robots = strings(real, "robot_id")
-    hit = (strings(real, "failure_label") == symptom) & (strings(real, "outcome") == "failure")
+    robots = endings.real_robot
+    hit = (endings.real_label == symptom) & endings.real_failed
     mine = strings(diagnosis.events, "robot_id")[rows]
     if any(r is None for r in mine):
         return float(hit.mean()), len(hit)

@@ -27,6 +27,7 @@ from sim2real.attribute import (
 )
 from sim2real.attribute.actions import lead_by_symptom
 from sim2real.attribute.params import lead_param, moved_family, param_family
+from sim2real.attribute.symptoms import Endings
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -103,6 +104,7 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
     reference = compared_with(diagnosis.dataset)
     cited = diagnosis.clusterer.cited_places(diagnosis.fleet) if informative else {}
+    endings = Endings.read(diagnosis)  # how every run ended, read once for all clusters
     found = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
@@ -122,14 +124,14 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
         # Where the telemetry names no parameter, how sim's rollouts end may: that parameter,
         # at the value the symptom's rate points to, heads the cluster's parameters, and
         # names the family of a cluster whose signals look like sim's.
-        symptom = lead_by_symptom(diagnosis, rows, label, params, evidence)
+        symptom = lead_by_symptom(diagnosis, rows, label, params, evidence, endings)
         if symptom is not None:
             params = [symptom.estimate,
                       *(p for p in params if p.param != symptom.estimate.param)]
             if label.taxonomy == "unexplained":
                 label = label_as(*_led_by(evidence, symptom.estimate, tie))
         actions = propose_actions(diagnosis, rows, label, params, evidence, confounders,
-                                  symptom)
+                                  symptom, endings)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 
