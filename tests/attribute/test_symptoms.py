@@ -132,3 +132,41 @@ def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) 
     other = next(f for f in led if f is not pads)
     own = event_families(diagnosis.signatures, other.rows)
     assert (own == "unexplained").mean() > 0.5
+
+
+def test_failures_ending_beyond_sims_rate_are_told_from_those_sim_has_too() -> None:
+    from sim2real.attribute.symptoms import beyond_sim
+
+    # r1 drops 40 % of its objects, sim (over its pads' range) 7.5 %.
+    assert beyond_sim(*_diagnosis(True, 0.4)) == ("dropped_object", 224, 3000)
+    # It stops where sim never does.
+    assert beyond_sim(*_diagnosis(True, 0.4, real_label="protective_stop")) == (
+        "protective_stop", 0, 3000)
+    # r1 drops as sim does at nominal: failures sim has too.
+    assert beyond_sim(*_diagnosis(True, float(special.expit(-3.0)))) is None
+
+
+def test_a_zoo_worlds_impacts_take_the_family_of_the_clusters_that_end_alike(tmp_path) -> None:
+    from collections import Counter
+
+    from sim2real.demo.zoo import generate_world
+    from sim2real.pipeline import diagnose
+    from sim2real.report.build import find_clusters
+
+    # Tuned zoo world 17: an impact trips a protective stop within a step, between two
+    # samples of every channel, so its failures look like sim's up to the stop; the
+    # obstructions and snags of the same cell stop too, with deviations of their own.
+    key = generate_world(17, tmp_path)
+    diagnosis = diagnose(key.dataset)
+    ids = diagnosis.signatures.episode_ids
+    findings = find_clusters(diagnosis)
+    impacts = max(findings, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)[
+        "impact_1"])
+    assert Counter(key.events.get(ids[i]) for i in impacts.rows)["impact_1"] >= 0.9 * len(
+        impacts.rows)
+    assert impacts.label.taxonomy == "dynamics_mismatch"
+    assert "protective_stop" in impacts.label.explanation
+    assert "dynamics_mismatch clusters end" in impacts.label.explanation
+    # The family says nothing about which parameter to change: the actions stay the
+    # telemetry's (nothing in sim's ranges to change).
+    assert impacts.actions[0].kind == "investigate"

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from sim2real.attribute.params import ParamEstimate
     from sim2real.pipeline import Diagnosis
 
-__all__ = ["SYMPTOM_ALPHA", "Endings", "SymptomLead", "all_endings_in_sim", "never_in_sim",
-           "symptom_lead"]
+__all__ = ["SYMPTOM_ALPHA", "Endings", "SymptomLead", "all_endings_in_sim", "beyond_sim",
+           "common_ending", "never_in_sim", "symptom_lead"]
 
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
 # runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
@@ -184,6 +184,27 @@ def all_endings_in_sim(diagnosis: Diagnosis, rows: np.ndarray,
                for symptom in {v for v in labels if v is not None})
 
 
+def beyond_sim(diagnosis: Diagnosis, rows: np.ndarray,
+               endings: Endings | None = None) -> tuple[str, int, int] | None:
+    """The cluster's most common symptom, how many sim rollouts of its tasks end that way
+    and how many there are, where sim ends so less often than the cluster's own failures
+    make the real robots end so (a binomial test at :data:`SYMPTOM_ALPHA`): the failures are
+    a way of ending beyond sim's, not failures sim also has. ``None`` otherwise."""
+    endings = endings or Endings.read(diagnosis)
+    ended = _sim_endings(diagnosis, rows, endings)
+    if ended is None:
+        return None
+    symptom, tasks, failed = ended
+    own = int((column_values(diagnosis.events, "failure_label")[rows] == symptom).sum())
+    robots = {str(r) for r in column_values(diagnosis.events, "robot_id")[rows]}
+    exposed = int(np.isin(endings.real_robot.astype(str), list(robots)).sum()) or len(
+        endings.real_robot)
+    k, n = int(failed.sum()), int(tasks.sum())
+    if n == 0 or stats.binom.cdf(k, n, min(own / exposed, 1.0)) >= SYMPTOM_ALPHA:
+        return None
+    return symptom, k, n
+
+
 def _never(diagnosis: Diagnosis, rows: np.ndarray, symptom: str,
            endings: Endings) -> tuple[str, int, float] | None:
     """:func:`never_in_sim` for ``symptom``."""
@@ -200,16 +221,23 @@ def _never(diagnosis: Diagnosis, rows: np.ndarray, symptom: str,
     return symptom, n, real_rate
 
 
-def _sim_endings(diagnosis: Diagnosis, rows: np.ndarray,
-                 endings: Endings) -> tuple[str, np.ndarray, np.ndarray] | None:
-    """The cluster's most common ``failure_label``, the mask of the sim rollouts of its
-    tasks and which of those failed with it; ``None`` where its failures carry no label."""
+def common_ending(diagnosis: Diagnosis, rows: np.ndarray) -> str | None:
+    """The most common ``failure_label`` of the events ``rows``; ``None`` where none has one."""
     labels = column_values(diagnosis.events, "failure_label")[rows]
     named = [str(v) for v in labels if v is not None]
     if not named:
         return None
     values, counts = np.unique(named, return_counts=True)
-    symptom = str(values[np.argmax(counts)])
+    return str(values[np.argmax(counts)])
+
+
+def _sim_endings(diagnosis: Diagnosis, rows: np.ndarray,
+                 endings: Endings) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """The cluster's most common ``failure_label``, the mask of the sim rollouts of its
+    tasks and which of those failed with it; ``None`` where its failures carry no label."""
+    symptom = common_ending(diagnosis, rows)
+    if symptom is None:
+        return None
     tasks = _sim_of_tasks(diagnosis, rows, endings)
     failed = (endings.sim_label[tasks] == symptom) & endings.sim_failed[tasks]
     return symptom, tasks, failed

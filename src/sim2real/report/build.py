@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -27,9 +27,9 @@ from sim2real.attribute import (
 )
 from sim2real.attribute.actions import lead_by_symptom
 from sim2real.attribute.params import lead_param, moved_family, param_family
-from sim2real.attribute.symptoms import Endings
+from sim2real.attribute.symptoms import Endings, beyond_sim, common_ending
 from sim2real.cluster.identity import assign_ids
-from sim2real.cluster.taxonomy import ClusterLabel, label_cluster
+from sim2real.cluster.taxonomy import ClusterLabel, event_families, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
 from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
@@ -105,7 +105,7 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
     reference = compared_with(diagnosis.dataset)
     cited = diagnosis.clusterer.cited_places(diagnosis.fleet) if informative else {}
     endings = Endings.read(diagnosis)  # how every run ended, read once for all clusters
-    found = []
+    drafts = []
     for index in sorted(set(diagnosis.labels.tolist()) - {-1}):
         rows = np.flatnonzero(diagnosis.labels == index)
         deviating = deviating_families(diagnosis.signatures, rows)
@@ -119,8 +119,6 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                            cited.get(index, []), explanation,
                            [f.value for f in confounders if f.kind == "sys"], reference)
         label = label_as(*_led_by(evidence, lead, tie))
-        failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
-        trend = fit_trend(deployments, episodes, failures)
         # Where the telemetry names no parameter, how sim's rollouts end may: that parameter,
         # at the value the symptom's rate points to, heads the cluster's parameters, and
         # names the family of a cluster whose signals look like sim's.
@@ -130,10 +128,48 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                       *(p for p in params if p.param != symptom.estimate.param)]
             if label.taxonomy == "unexplained":
                 label = label_as(*_led_by(evidence, symptom.estimate, tie))
-        actions = propose_actions(diagnosis, rows, label, params, evidence, confounders,
+        drafts.append((index, rows, label, params, confounders, symptom))
+    labels = _kin_by_ending(diagnosis, [d[1] for d in drafts], [d[2] for d in drafts], endings)
+    found = []
+    for (index, rows, own, params, confounders, symptom), label in zip(drafts, labels,
+                                                                       strict=True):
+        failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
+        trend = fit_trend(deployments, episodes, failures)
+        # A family known only from how the failures end names no parameter to change.
+        actions = propose_actions(diagnosis, rows, own, params, evidence, confounders,
                                   symptom, endings)
         found.append(ClusterFinding(index, rows, label, trend, params, actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
+
+
+def _kin_by_ending(diagnosis: Diagnosis, clusters: list[np.ndarray], labels: list[ClusterLabel],
+                   endings: Endings) -> list[ClusterLabel]:
+    """``labels``, where a cluster whose signals look like sim's ends in a way sim rarely
+    ends (:func:`~sim2real.attribute.symptoms.beyond_sim`), and every cluster of one family
+    that the telemetry explains ends that way too, with that family: sim lacks the cause,
+    the telemetry missed it before the failure, and the fleet's own explained failures say
+    which family ends so."""
+    ends = [common_ending(diagnosis, rows) for rows in clusters]
+    out = list(labels)
+    for i, (rows, label) in enumerate(zip(clusters, labels, strict=True)):
+        if label.taxonomy != "unexplained":
+            continue
+        beyond = beyond_sim(diagnosis, rows, endings)
+        if beyond is None:
+            continue
+        symptom, ended, rollouts = beyond
+        kin = {other.taxonomy for j, other in enumerate(labels)
+               if j != i and other.taxonomy != "unexplained" and ends[j] == symptom}
+        if len(kin) != 1:
+            continue
+        family = kin.pop()
+        agree = float(np.mean(event_families(diagnosis.signatures, rows) == family))
+        out[i] = replace(label, taxonomy=family, confidence=round(agree, 3), explanation=(
+            f"{label.explanation} They end in '{symptom}', far more often than the {ended} of "
+            f"{rollouts} sim rollouts of their tasks that do, as this report's {family} "
+            "clusters end: a cause of that family sim lacks, with no trace in the signals "
+            "before the failure."))
+    return out
 
 
 def _led_by(evidence: ParamEvidence | None, lead: ParamEstimate | None,
