@@ -158,8 +158,10 @@ def _kin_by_ending(diagnosis: Diagnosis, clusters: list[np.ndarray], labels: lis
         if beyond is None:
             continue
         symptom, ended, rollouts = beyond
-        kin = {other.taxonomy for j, other in enumerate(labels)
-               if j != i and other.taxonomy != "unexplained" and ends[j] == symptom}
+        # A task-scope cluster ends so through a context its events carry and these do not
+        # (or they would be labelled so): it says nothing of this cluster's family.
+        kin = {other.taxonomy for j, other in enumerate(labels) if j != i and ends[j] == symptom
+               and other.taxonomy not in ("unexplained", "task_scope_overflow")}
         if len(kin) != 1:
             continue
         family = kin.pop()
