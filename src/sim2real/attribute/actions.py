@@ -289,7 +289,7 @@ def _candidate(params: list[ParamEstimate], evidence: ParamEvidence,
     outside the range; its direction is still the best lead there is."""
     mine = [p for p in params
             if param_family(evidence, p.param) == _FAMILY[taxonomy]
-            and abs(p.contrast) >= WEAK_PULL and np.isfinite(p.pulled)]
+            and abs(p.contrast) >= WEAK_PULL and not p.typical and np.isfinite(p.pulled)]
     if not mine:
         return None
     p = max(mine, key=lambda q: abs(q.contrast))

@@ -34,6 +34,9 @@ __all__ = ["WEAK_PULL", "ClusterFit", "ParamEstimate", "ParamEvidence", "cluster
            "rank_params"]
 
 _Z_SHIFT = 2.0  # the cluster differs from real successes
+# A pull within this many robust standard deviations of the real successes' own values,
+# inside sim's range, is where successes run and sim trains: no reason these episodes fail.
+_TYPICAL = 2.0
 WEAK_PULL = 1.0  # standard errors: a parameter pulled less is no lead at all
 _CONFOUNDED = 0.7  # |posterior correlation| above which two parameters trade off
 
@@ -64,6 +67,12 @@ class ParamEstimate:
         symptom: set where the estimate comes from how sim's rollouts end, not from the
             telemetry (:mod:`~sim2real.attribute.symptoms`): the ``failure_label`` at whose
             real rate it puts sim.
+        typical: the data pull the parameter to a value within sim's range and no further
+            from the real successes' value than the successes' own values spread
+            (:data:`_TYPICAL` robust standard deviations): sim trains there and successes
+            run there, so it is no lead and explains nothing, however many standard errors
+            the pull is. (Beyond the range it may be a gap whatever the successes do: a dim
+            cell's successes are dim too.)
     """
 
     param: str
@@ -81,6 +90,7 @@ class ParamEstimate:
     event_share: float = 0.0
     pulled: float = float("nan")
     symptom: str | None = None
+    typical: bool = False
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
@@ -98,6 +108,8 @@ class ParamEvidence:
         whitened: ``(n_events, n_features)`` per-failure deviations from their neighbours.
         success_mean: ``(n_params,)`` median estimate over sampled real successes.
         success_se: ``(n_params,)`` its standard error.
+        success_spread: ``(n_params,)`` robust standard deviation of the successes'
+            estimates, in range widths (shrunk by identifiability, as their median).
         success_whitened: ``(n_features,)`` median deviation of the successes.
         feature_families: ``(n_features,)`` the family of each feature's channel.
         param_families: each parameter's family: declared in ``params.csv``, else the
@@ -109,6 +121,7 @@ class ParamEvidence:
     whitened: np.ndarray
     success_mean: np.ndarray
     success_se: np.ndarray
+    success_spread: np.ndarray
     success_whitened: np.ndarray
     feature_families: np.ndarray
     param_families: tuple[str, ...] = ()
@@ -148,6 +161,9 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
                       space.nominal)
     s_se = (1.2533 * np.nanstd(s_est, axis=0) / np.sqrt(n_s) if len(s_est) > 1
             else np.full(len(space.names), np.inf))
+    mad = (np.nanmedian(np.abs(s_est - np.nanmedian(s_est, axis=0)), axis=0) if len(s_est)
+           else np.zeros(len(space.names)))
+    s_spread = np.nan_to_num(1.4826 * mad * ident / space.spread)
     # The median, like the estimate: successes at a site where a cause acts (a dim cell)
     # must not make every other cluster look brighter than the successes.
     s_dev = np.median(s_white, axis=0) if len(s_white) else np.zeros(whitened.shape[1])
@@ -155,8 +171,8 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
     bank = inference.bank_
     families = np.array(bank.families or ("dynamics",) * len(bank.grid.channels), dtype=object)
     features = np.tile(families, inference.n_blocks)  # block-major, as the features
-    return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_dev, features,
-                         param_families(inference, features, declared))
+    return ParamEvidence(inference, estimates, whitened, s_mean, s_se, s_spread, s_dev,
+                         features, param_families(inference, features, declared))
 
 
 def param_families(inference: ParameterInference, features: np.ndarray,
@@ -225,7 +241,7 @@ def family_explanation(ev: ParamEvidence, rows: np.ndarray,
         pull, noise = _bounded_ridge(cols, deviation, np.full(k, -np.inf), np.full(k, np.inf),
                                      inf.ridge, floor)
         sd = np.sqrt(np.diag(np.linalg.inv(cols.T @ cols / noise + inf.ridge * np.eye(k))))
-        moved = np.abs(pull) >= _Z_SHIFT * sd
+        moved = (np.abs(pull) >= _Z_SHIFT * sd) & ~_typical(ev, pull, mine)
         x = np.zeros(k)
         if moved.any():
             x[moved], _ = _bounded_ridge(cols[:, moved], deviation, lo[mine][moved],
@@ -271,7 +287,8 @@ def infer_params(
     se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
     contrast = fit.pull / np.where(fit.sd > 0, fit.sd, np.inf)
     # A parameter on which the cluster does not differ from real successes explains nothing.
-    share = np.where(np.abs(contrast) >= _Z_SHIFT, fit.share, 0.0)
+    typical = _typical(ev, fit.pull)
+    share = np.where((np.abs(contrast) >= _Z_SHIFT) & ~typical, fit.share, 0.0)
     out = []
     for j, name in enumerate(space.names):
         low, high, nominal = (float(space.low[j]), float(space.high[j]),
@@ -291,7 +308,7 @@ def infer_params(
             explained=float(share[j]), identifiability=float(inf.identifiability_[j]),
             contrast=float(contrast[j]), confounded_with=partners,
             pulled=float(pulled[j]),
-            event_share=float(np.mean(side)),
+            event_share=float(np.mean(side)), typical=bool(typical[j]),
         ))
     return rank_params(out, ev, deviating)
 
@@ -321,7 +338,9 @@ def lead_param(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
                deviating: Collection[str], pull: float = _Z_SHIFT) -> ParamEstimate | None:
     """The first of ``params`` (:func:`infer_params` order) on which the cluster differs
     from the real successes by at least ``pull`` standard errors (by default:
-    significantly) and which may be its cause (:func:`may_lead`); ``None`` where none does.
+    significantly), beyond what sim's range and the successes' own values cover (not
+    :attr:`~ParamEstimate.typical`), and which may be its cause (:func:`may_lead`); ``None``
+    where none does.
 
     Args:
         params: the cluster's estimates.
@@ -333,8 +352,8 @@ def lead_param(params: Sequence[ParamEstimate], evidence: ParamEvidence | None,
     """
     if evidence is None:
         return None
-    return next((p for p in params
-                 if abs(p.contrast) >= pull and may_lead(evidence, p.param, deviating)), None)
+    return next((p for p in params if abs(p.contrast) >= pull and not p.typical
+                 and may_lead(evidence, p.param, deviating)), None)
 
 
 def may_lead(evidence: ParamEvidence, param: str, deviating: Collection[str]) -> bool:
@@ -414,7 +433,7 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
     # (otherwise an unexplained deviation leaks into every weakly informed parameter). The
     # pull is judged before the physical bounds cut it short: a friction pulled far below
     # zero is a strong finding, its estimate then sits at the bound.
-    free = np.abs(pull) >= _Z_SHIFT * sd
+    free = (np.abs(pull) >= _Z_SHIFT * sd) & ~_typical(ev, pull)
     delta = np.zeros(a.shape[1])
     if free.any():
         delta[free], _ = _bounded_ridge(a[:, free], deviation, lo[free], hi[free], inf.ridge,
@@ -425,6 +444,17 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
              else np.zeros(a.shape[1]))
     explained = max(0.0, 1.0 - float(rest @ rest) / total) if total > 0 else 0.0
     return ClusterFit(delta, sd, share, deviation, explained, pull)
+
+
+def _typical(ev: ParamEvidence, pull: np.ndarray, mine: np.ndarray | None = None
+             ) -> np.ndarray:
+    """Which of the pulls (range widths; of the parameters ``mine``, default all) stay
+    within the real successes' own spread and sim's range (:attr:`ParamEstimate.typical`)."""
+    mine = np.ones(len(ev.success_spread), dtype=bool) if mine is None else mine
+    space = ev.inference.space_
+    value = ev.success_mean[mine] + pull * space.spread[mine]
+    return ((np.abs(pull) < _TYPICAL * ev.success_spread[mine])
+            & (value >= space.low[mine]) & (value <= space.high[mine]))
 
 
 def _fit_inputs(ev: ParamEvidence, rows: np.ndarray, families: Collection[str] | None
