@@ -87,7 +87,7 @@ def small_demo(pytestconfig: pytest.Config,
     """The small MuJoCo demo of a seed, generated once per session (MuJoCo takes ~20 s a
     seed) and kept in pytest's cache between runs where there is one: three modules read
     seed 0. ``generate`` reuses a folder holding the same seed, size and version."""
-    cache = pytestconfig.cache
+    cache = getattr(pytestconfig, "cache", None)  # absent under -p no:cacheprovider
 
     def get(seed: int) -> DemoPaths:
         root = (cache.mkdir(f"sim2real-demo-small-{seed}") if cache is not None
