@@ -15,6 +15,7 @@ from sim2real._columns import column_values
 from sim2real._version import __version__
 from sim2real.attribute import (
     WEAK_PULL,
+    Confounder,
     ParamEstimate,
     ParamEvidence,
     cluster_confounders,
@@ -27,7 +28,7 @@ from sim2real.attribute import (
 )
 from sim2real.attribute.actions import lead_by_symptom
 from sim2real.attribute.params import lead_param, moved_family, param_family
-from sim2real.attribute.symptoms import Endings, beyond_sim, common_ending
+from sim2real.attribute.symptoms import Endings, SymptomLead, beyond_sim, common_ending
 from sim2real.cluster.identity import assign_ids
 from sim2real.cluster.taxonomy import ClusterLabel, event_families, label_cluster
 from sim2real.cluster.trend import Trend, fit_trend
@@ -82,6 +83,18 @@ class ClusterFinding:
         return (self.label.taxonomy == "unexplained", -self.trend.projected_rate)
 
 
+@dataclass(frozen=True)
+class _Draft:
+    """A cluster labelled on its own, before the labels are read side by side."""
+
+    index: int
+    rows: np.ndarray
+    label: ClusterLabel
+    params: list[ParamEstimate]
+    confounders: list[Confounder]
+    symptom: SymptomLead | None
+
+
 def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
     """The analysed deployments in time order and the real episodes each ran."""
     episodes = diagnosis.dataset.episodes
@@ -128,17 +141,19 @@ def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
                       *(p for p in params if p.param != symptom.estimate.param)]
             if label.taxonomy == "unexplained":
                 label = label_as(*_led_by(evidence, symptom.estimate, tie))
-        drafts.append((index, rows, label, params, confounders, symptom))
-    labels = _kin_by_ending(diagnosis, [d[1] for d in drafts], [d[2] for d in drafts], endings)
+        drafts.append(_Draft(index, rows, label, params, confounders, symptom))
+    labels = _kin_by_ending(diagnosis, [d.rows for d in drafts], [d.label for d in drafts],
+                            endings)
     found = []
-    for (index, rows, own, params, confounders, symptom), label in zip(drafts, labels,
-                                                                       strict=True):
-        failures = np.array([(event_deps[rows] == d).sum() for d in deployments], dtype=float)
+    for draft, label in zip(drafts, labels, strict=True):
+        failures = np.array([(event_deps[draft.rows] == d).sum() for d in deployments],
+                            dtype=float)
         trend = fit_trend(deployments, episodes, failures)
         # A family known only from how the failures end names no parameter to change.
-        actions = propose_actions(diagnosis, rows, own, params, evidence, confounders,
-                                  symptom, endings)
-        found.append(ClusterFinding(index, rows, label, trend, params, actions))
+        actions = propose_actions(diagnosis, draft.rows, draft.label, draft.params, evidence,
+                                  draft.confounders, draft.symptom, endings)
+        found.append(ClusterFinding(draft.index, draft.rows, label, trend, draft.params,
+                                    actions))
     return sorted(found, key=lambda f: (f.urgency, diagnosis.signatures.episode_ids[f.rows[0]]))
 
 
