@@ -287,8 +287,7 @@ def infer_params(
     se = np.sqrt((fit.sd * space.spread) ** 2 + success_se**2)
     contrast = fit.pull / np.where(fit.sd > 0, fit.sd, np.inf)
     # A parameter on which the cluster does not differ from real successes explains nothing.
-    typical = _typical(ev, fit.pull)
-    share = np.where((np.abs(contrast) >= _Z_SHIFT) & ~typical, fit.share, 0.0)
+    share = np.where((np.abs(contrast) >= _Z_SHIFT) & ~fit.typical, fit.share, 0.0)
     out = []
     for j, name in enumerate(space.names):
         low, high, nominal = (float(space.low[j]), float(space.high[j]),
@@ -308,7 +307,7 @@ def infer_params(
             explained=float(share[j]), identifiability=float(inf.identifiability_[j]),
             contrast=float(contrast[j]), confounded_with=partners,
             pulled=float(pulled[j]),
-            event_share=float(np.mean(side)), typical=bool(typical[j]),
+            event_share=float(np.mean(side)), typical=bool(fit.typical[j]),
         ))
     return rank_params(out, ev, deviating)
 
@@ -398,6 +397,8 @@ class ClusterFit:
         share: ``(n_params,)`` share of the deviation each parameter's shift accounts for.
         deviation: ``(n_features,)`` the cluster's whitened deviation from the successes.
         explained: share of the deviation the whole shift accounts for.
+        typical: ``(n_params,)`` pulls within sim's range and the successes' own spread
+            (:attr:`ParamEstimate.typical`): kept at the successes' value.
     """
 
     delta: np.ndarray
@@ -406,6 +407,7 @@ class ClusterFit:
     deviation: np.ndarray
     explained: float
     pull: np.ndarray
+    typical: np.ndarray
 
 
 def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
@@ -433,7 +435,8 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
     # (otherwise an unexplained deviation leaks into every weakly informed parameter). The
     # pull is judged before the physical bounds cut it short: a friction pulled far below
     # zero is a strong finding, its estimate then sits at the bound.
-    free = (np.abs(pull) >= _Z_SHIFT * sd) & ~_typical(ev, pull)
+    typical = _typical(ev, pull)
+    free = (np.abs(pull) >= _Z_SHIFT * sd) & ~typical
     delta = np.zeros(a.shape[1])
     if free.any():
         delta[free], _ = _bounded_ridge(a[:, free], deviation, lo[free], hi[free], inf.ridge,
@@ -443,7 +446,7 @@ def cluster_fit(ev: ParamEvidence, rows: np.ndarray,
     share = (np.clip((a * delta).T @ deviation / total, 0.0, 1.0) if total > 0
              else np.zeros(a.shape[1]))
     explained = max(0.0, 1.0 - float(rest @ rest) / total) if total > 0 else 0.0
-    return ClusterFit(delta, sd, share, deviation, explained, pull)
+    return ClusterFit(delta, sd, share, deviation, explained, pull, typical)
 
 
 def _typical(ev: ParamEvidence, pull: np.ndarray, mine: np.ndarray | None = None
