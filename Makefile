@@ -43,8 +43,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Two workers, one test file each at a time: files share their session fixtures (the MuJoCo
+# demo is generated under a file lock, once for both).
 unit: test-deps
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 test: browser-deps lint typecheck unit
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
+from filelock import FileLock
 
 from sim2real.demo import DemoPaths, generate
 from sim2real.demo.synthetic import (
@@ -86,13 +87,19 @@ def small_demo(pytestconfig: pytest.Config,
                tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], DemoPaths]:
     """The small MuJoCo demo of a seed, generated once per session (MuJoCo takes ~20 s a
     seed) and kept in pytest's cache between runs where there is one: three modules read
-    seed 0. ``generate`` reuses a folder holding the same seed, size and version."""
+    seed 0. ``generate`` reuses a folder holding the same seed, size and version; a file
+    lock keeps two xdist workers from writing one seed's folder at once."""
     cache = getattr(pytestconfig, "cache", None)  # absent under -p no:cacheprovider
+    # Under xdist every worker has its own base temp; their common parent is shared.
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
 
     def get(seed: int) -> DemoPaths:
         root = (cache.mkdir(f"sim2real-demo-small-{seed}") if cache is not None
-                else tmp_path_factory.getbasetemp() / f"demo-small-{seed}")
-        return generate(root, size="small", seed=seed, workers=2, progress=False)
+                else shared / f"demo-small-{seed}")
+        with FileLock(str(root) + ".lock"):
+            return generate(root, size="small", seed=seed, workers=2, progress=False)
 
     return get
 
