@@ -170,3 +170,48 @@ def test_a_zoo_worlds_impacts_take_the_family_of_the_clusters_that_end_alike(tmp
     # The family says nothing about which parameter to change: the actions stay the
     # telemetry's (nothing in sim's ranges to change).
     assert impacts.actions[0].kind == "investigate"
+
+
+def test_how_sim_ends_backs_moving_a_parameter_only_the_way_it_fails_more() -> None:
+    from sim2real.attribute.symptoms import ending_backs
+
+    pad, mass = _candidates()[1], _candidates()[0]
+    # Sim drops more the lower the pads' friction: that backs lowering it, not raising it,
+    # and nothing backs moving the mass.
+    diagnosis, rows = _diagnosis(True, 0.4)
+    assert ending_backs(diagnosis, rows, pad, -1.0)
+    assert not ending_backs(diagnosis, rows, pad, +1.0)
+    assert not ending_backs(diagnosis, rows, mass, -1.0)
+    # Sim drops alike at every friction; or the cluster ends in a way sim never does.
+    assert not ending_backs(*_diagnosis(False, 0.4), pad, -1.0)
+    assert not ending_backs(*_diagnosis(True, 0.4, real_label="protective_stop"), pad, -1.0)
+
+
+def test_a_zoo_worlds_obstruction_is_inspected_before_a_mass_nothing_in_sim_backs(
+        tmp_path) -> None:
+    from collections import Counter
+
+    from sim2real.demo.zoo import generate_world
+    from sim2real.pipeline import diagnose
+    from sim2real.report.build import find_clusters
+
+    # Tuned zoo world 24: an obstruction's protective stops pull the payload below zero
+    # through a column sim's telemetry barely moves (identifiability 0.005), and sim's
+    # rollouts never stop more as the payload changes. The same world's heavy load pulls
+    # the same payload up, to no bound; its wheel slip pulls the floor friction to zero
+    # through telemetry sim tells it by (identifiability 0.27).
+    key = generate_world(24, tmp_path)
+    diagnosis = diagnose(key.dataset)
+    ids = diagnosis.signatures.episode_ids
+    findings = find_clusters(diagnosis)
+
+    def of(cause: str):  # the cluster holding most of a cause's failures
+        return max(findings, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)[cause])
+
+    obstruction = of("obstruction_2")
+    first, second = obstruction.actions[:2]
+    assert first.kind == "investigate"
+    assert "physical bound" in first.detail and "sim2real check" in first.detail
+    assert second.kind == "widen_randomization" and second.target == "param.load_kg_ka"
+    assert of("heavy_load_4").actions[0].target == "param.load_kg_ka"
+    assert of("wheel_slip_1").actions[0].target == "param.wheel_traction"

@@ -12,7 +12,10 @@ Order of business, as an engineer triaging a failure mode would do it:
    only where the cluster's failures over-represent it within strata of deployment and site
    (:mod:`sim2real.attribute.confounding`), so a value every failure carries never becomes
    another cluster's first action;
-3. ``investigate`` when nothing above is clear, or the cluster's label is unsure.
+3. ``investigate`` when nothing above is clear, or the cluster's label is unsure; first,
+   ahead of a parameter action, where nothing sim shows backs that parameter (pulled to a
+   physical bound through telemetry sim hardly tells it by, and not along how sim's
+   rollouts end the cluster's way).
 
 ``expected_reduction`` is computed: for a parameter change, by the emulator (the forward
 model learnt on sim), the share of the cluster's events whose signature (the part of its
@@ -43,6 +46,7 @@ from sim2real.attribute.symptoms import (
     Endings,
     SymptomLead,
     all_endings_in_sim,
+    ending_backs,
     never_in_sim,
     symptom_lead,
 )
@@ -61,6 +65,10 @@ __all__ = ["lead_by_symptom", "propose_actions", "simulator_config"]
 _MIN_EXPLAINED = 0.1  # a parameter explaining less is no basis for changing the sim
 _STRONG_EXPLAINED = 0.5  # ... unless it explains this much, any taxonomy gets the action
 _UNSURE = 0.3  # label confidence below which "investigate" is added
+# Cross-validated R^2 below which sim's telemetry hardly tells a parameter (measured on the
+# zoo: the contact modes' payloads and frictions pulled to a bound 0.000-0.012, the wheel
+# slips' floor friction 0.086-0.60).
+_UNIDENTIFIED = 0.05
 _PARAM_TAXONOMIES = ("dynamics_mismatch", "perception_drift")
 _TAIL = 0.95  # sim's no-gap spread: this quantile of sim-vs-sim windows
 _FAMILY = {"dynamics_mismatch": "dynamics", "perception_drift": "perception"}
@@ -101,6 +109,7 @@ def propose_actions(
     # A parameter whose own family's channels look like sim's, where another family's
     # deviate, is no cause of this cluster (whatever that deviation pulls it to): no action.
     mine = _may_lead(diagnosis, rows, params, evidence)
+    proposed: list[ParamEstimate] = []  # the telemetry's parameters behind `own`'s actions
     if symptom is not None and evidence is not None:
         # It names the parameter where the telemetry names none, or overrules its lead.
         own.append(_param_action(diagnosis, rows, symptom.estimate, evidence, symptom=symptom))
@@ -110,22 +119,44 @@ def propose_actions(
                 and (label.taxonomy in _PARAM_TAXONOMIES or strong)):
             action = _param_action(diagnosis, rows, p, evidence)
             (own if label.taxonomy in _PARAM_TAXONOMIES else others).append(action)
+            proposed.append(p)
     if not own and evidence is not None and label.taxonomy in _PARAM_TAXONOMIES:
         candidate = _candidate(mine, evidence, label.taxonomy)
         if candidate is not None:
             own.append(_param_action(diagnosis, rows, candidate, evidence, weak=True))
+            proposed.append(candidate)
     own.sort(key=lambda a: -a.expected_reduction)
     if label.taxonomy == "perception_drift":
         own.append(_perception(diagnosis, rows, label, words))
     others.sort(key=lambda a: -a.expected_reduction)
     actions = own + others
+    first = next((p for p in proposed if actions and actions[0].target == f"param.{p.param}"),
+                 None)
+    unbacked = first is not None and _unbacked(diagnosis, rows, first, endings)
     unsure = label.taxonomy == "unexplained" or label.confidence < _UNSURE
-    if unsure or not actions:
+    if unsure or unbacked or not actions:
         # Normal runs never fail: that one never ends a cluster's way says nothing there.
         never = (never_in_sim(diagnosis, rows, endings)
                  if compared_with(diagnosis.dataset) == "simulation" else None)
-        actions.append(_investigate(rows, label, actions, words, never))
+        inspect = _investigate(rows, label, actions, words, never,
+                               first if unbacked else None)
+        # A parameter nothing in sim backs is a lead to check, not the thing to do first.
+        actions.insert(0 if unbacked else len(actions), inspect)
     return actions
+
+
+def _unbacked(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate,
+              endings: Endings | None) -> bool:
+    """Whether nothing sim shows backs changing ``p`` for the cluster of events ``rows``:
+    the data pull it to a physical bound, sim's telemetry hardly tells it (identifiability
+    below :data:`_UNIDENTIFIED`, so the pull's size is the deviation's, not the
+    parameter's), and sim's rollouts do not end the cluster's way more often the further it
+    goes that way (:func:`~sim2real.attribute.symptoms.ending_backs`). An obstacle's
+    protective stops pull an object's mass below zero through a column that barely moves;
+    a worn pad pulled to zero friction is backed by sim's drops along it."""
+    return (bool(at_bound(p, diagnosis.dataset.params[p.param].bounds))
+            and p.identifiability < _UNIDENTIFIED
+            and not ending_backs(diagnosis, rows, p, p.contrast, endings))
 
 
 def lead_by_symptom(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
@@ -446,10 +477,13 @@ def _perception(diagnosis: Diagnosis, rows: np.ndarray, label: ClusterLabel,
 
 
 def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action],
-                 words: dict[str, str], never: tuple[str, int, float] | None = None) -> Action:
+                 words: dict[str, str], never: tuple[str, int, float] | None = None,
+                 unbacked: ParamEstimate | None = None) -> Action:
     """``never``: the cluster's symptom, the sim rollouts of its tasks (none of which ends
     that way) and its real rate (:func:`~sim2real.attribute.symptoms.never_in_sim`); said,
-    since no change within sim's ranges can then reproduce the failures."""
+    since no change within sim's ranges can then reproduce the failures. ``unbacked``: the
+    parameter the telemetry points to that nothing in sim backs (:func:`_unbacked`); said,
+    since its action follows this one."""
     covered = max((a.expected_reduction for a in actions), default=0.0)
     lead = ", ".join(c for c, _, _ in label.top_channels[:2]) or "the signals"
     left = max(0.0, 1.0 - covered)
@@ -462,6 +496,12 @@ def _investigate(rows: np.ndarray, label: ClusterLabel, actions: list[Action],
                    f"way, so either what causes it (a contact, an obstacle, a step of the "
                    f"task) is missing from the simulation or a parameter lies beyond its "
                    f"range.")
+    if unbacked is not None:
+        detail += (f" The data pull param.{unbacked.param} to a physical bound, but sim's "
+                   f"telemetry hardly tells it (identifiability "
+                   f"{unbacked.identifiability:.2f}) and sim's rollouts along it do not end "
+                   f"this way more often: check that lead in simulation (`sim2real check` "
+                   f"with the simulator's adapter) before changing it.")
     return _action("investigate", f"cluster events ({lead})", detail, (left, left, left),
                    f"share of the cluster's {len(rows)} failures no other action addresses")
 

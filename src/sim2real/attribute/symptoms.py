@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["SYMPTOM_ALPHA", "Endings", "SymptomLead", "all_endings_in_sim", "beyond_sim",
-           "common_ending", "never_in_sim", "symptom_lead"]
+           "common_ending", "ending_backs", "never_in_sim", "symptom_lead"]
 
 # Family-wise error of the search over a family's parameters (Bonferroni): a lead from how
 # runs end is asked to be as sure as a finding, since nothing in the telemetry backs it.
@@ -126,14 +126,7 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
     cut = stats.norm.isf(SYMPTOM_ALPHA / 2 / len(candidates))
     best = None
     for p in candidates:
-        column = f"param.{p.param}"
-        if column not in endings.sim.column_names:
-            continue
-        spread = (p.sim_high - p.sim_low) or 1.0
-        values = endings.sim[column].to_numpy(zero_copy_only=False).astype(float)[tasks]
-        x = (values - p.sim_nominal) / spread
-        ok = np.isfinite(x)
-        fit = _logistic(x[ok], failed[ok])
+        fit = _along(p, tasks, failed, endings)
         if fit is None or abs(fit.z) < cut or (best is not None and abs(fit.z) <= abs(best[1].z)):
             continue
         best = (p, fit)
@@ -158,6 +151,34 @@ def symptom_lead(diagnosis: Diagnosis, rows: np.ndarray, candidates: list[ParamE
     share = _excess_share(int((labels == symptom).sum()), len(rows), real_rate, episodes,
                           sim_rate)
     return SymptomLead(lead, symptom, fit.z, real_rate, sim_rate, episodes, share)
+
+
+def ending_backs(diagnosis: Diagnosis, rows: np.ndarray, p: ParamEstimate, direction: float,
+                 endings: Endings | None = None) -> bool:
+    """Whether sim's rollouts of the cluster's tasks end in its most common symptom
+    significantly more often (a logistic slope at :data:`SYMPTOM_ALPHA`, two-sided) the
+    further ``p`` goes in ``direction`` (its sign): how runs end backs moving ``p`` that
+    way. ``endings`` as for :func:`symptom_lead`."""
+    endings = endings or Endings.read(diagnosis)
+    ended = _sim_endings(diagnosis, rows, endings)
+    if ended is None or direction == 0:
+        return False
+    fit = _along(p, ended[1], ended[2], endings)
+    return fit is not None and fit.z * np.sign(direction) >= stats.norm.isf(SYMPTOM_ALPHA / 2)
+
+
+def _along(p: ParamEstimate, tasks: np.ndarray, failed: np.ndarray,
+           endings: Endings) -> _Fit | None:
+    """The logistic fit of ``failed`` on ``p``'s value (range widths from nominal) over the
+    sim rollouts ``tasks``; ``None`` where sim logs no such column or the fit fails."""
+    column = f"param.{p.param}"
+    if column not in endings.sim.column_names:
+        return None
+    spread = (p.sim_high - p.sim_low) or 1.0
+    values = endings.sim[column].to_numpy(zero_copy_only=False).astype(float)[tasks]
+    x = (values - p.sim_nominal) / spread
+    ok = np.isfinite(x)
+    return _logistic(x[ok], failed[ok])
 
 
 def never_in_sim(diagnosis: Diagnosis, rows: np.ndarray,
