@@ -40,3 +40,22 @@ def test_a_cause_too_small_to_cluster_is_not_scored() -> None:
 def test_a_wrong_verdict_of_a_scored_cause_counts() -> None:
     key = _key((_cause("big", 40),))
     assert _verdicts(key, {"big": "c0"}, _validation("unchanged")) == {"big": False}
+
+
+def test_a_parameter_action_counts_only_on_the_causes_own_parameter() -> None:
+    from dataclasses import replace
+
+    from sim2real.demo.scoring import _fits
+    from sim2real.report.model import Action
+
+    pads = replace(_cause("worn_pads", 40), key_param="pad_mu",
+                   actions=("recalibrate_param", "widen_randomization"))
+
+    def action(kind: str, target: str) -> Action:
+        return Action(kind=kind, target=target, detail="", expected_reduction=0.5)  # type: ignore[arg-type]
+
+    assert _fits(action("widen_randomization", "param.pad_mu"), pads)
+    assert not _fits(action("widen_randomization", "param.floor_mu"), pads)
+    assert not _fits(action("investigate", "cluster events"), pads)
+    # A cause with no key parameter is scored on the kind alone.
+    assert _fits(action("recalibrate_param", "param.anything"), _cause("friction", 40))

@@ -24,7 +24,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from sim2real.dataset.ids import EpisodeIndex
 from sim2real.errors import UsageError
-from sim2real.report.model import ClusterReport, ReportModel, ValidationModel
+from sim2real.report.model import Action, ClusterReport, ReportModel, ValidationModel
 
 if TYPE_CHECKING:  # the zoo is imported where a world is generated, not by every demo
     from sim2real.demo.zoo import CauseKey, WorldKey
@@ -116,7 +116,8 @@ class CauseScore:
         outside_range_right: the report says the key parameter is outside sim's range
             exactly when it is; a parameter it does not list is not said to be outside
             (``None``: the cause has no key parameter).
-        action_right: the cluster's first action is of a kind that fits the cause.
+        action_right: the cluster's first action is of a kind that fits the cause and,
+            where it changes a sim parameter, changes the cause's key parameter.
         reduction_error: that action's ``expected_reduction`` minus the truth: the share of
             the cluster's failures that disappear when the world is regenerated without
             this cause (the counterfactual run that labels the events).
@@ -240,8 +241,19 @@ def _score_cause(cause: CauseKey, cluster_id: str | None, by_id: dict[str, Clust
     return CauseScore(
         cause.name, cause.trap, cause.mechanism, cause.n_failures, cluster.cluster_id,
         cluster.taxonomy == cause.taxonomy, param_right, outside,
-        first is not None and first.kind in cause.actions,
+        first is not None and _fits(first, cause),
         None if first is None else first.expected_reduction - truth)
+
+
+def _fits(action: Action, cause: CauseKey) -> bool:
+    """Whether ``action`` is of a kind that fits ``cause`` and, where it changes a sim
+    parameter, changes the cause's own: widening the floor friction for worn pads removes
+    none of their failures."""
+    if action.kind not in cause.actions:
+        return False
+    changes = action.kind in ("recalibrate_param", "widen_randomization")
+    return not (changes and cause.key_param is not None
+                and action.target != f"param.{cause.key_param}")
 
 
 def _verdicts(key: WorldKey, clusters: dict[str, str | None],
