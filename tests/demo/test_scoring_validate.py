@@ -52,7 +52,7 @@ def test_a_parameter_action_counts_only_on_the_causes_own_parameter() -> None:
                    actions=("recalibrate_param", "widen_randomization"))
 
     def action(kind: str, target: str) -> Action:
-        return Action(kind=kind, target=target, detail="", expected_reduction=0.5)  # type: ignore[arg-type]
+        return Action(kind=kind, target=target, detail="", expected_reduction=0.5)
 
     assert _fits(action("widen_randomization", "param.pad_mu"), pads)
     assert not _fits(action("widen_randomization", "param.floor_mu"), pads)
