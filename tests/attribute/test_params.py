@@ -246,30 +246,19 @@ def test_an_estimate_at_a_physical_bound_is_said_to_be_there() -> None:
     assert "upper" in at_bound(light, (0.0, 0.3))
 
 
-def test_a_pull_within_the_successes_own_spread_leads_nothing(tmp_path) -> None:
-    from sim2real.demo.zoo import generate_world
-    from sim2real.pipeline import diagnose
-    from sim2real.report.build import find_clusters
-
+def test_a_pull_within_the_successes_own_spread_leads_nothing(zoo_world) -> None:
     # Tuned zoo world 22: the impacts happen in a cell a shade brighter than the fleet's
     # average (ambient light +0.05 range widths, 5.6 standard errors); the successes' own
     # light spreads twice that. The light used to lead the impacts' cluster (perception
     # drift, "recalibrate ambient_light 10.0 -> 10.24"); the camera offset of the world's
     # calibration cause lies 19 of the successes' spreads away and still leads its cluster.
-    key = generate_world(22, tmp_path)
-    diagnosis = diagnose(key.dataset)
-    ids = diagnosis.signatures.episode_ids
-    findings = find_clusters(diagnosis)
-
-    def holding(cause: str):  # the cluster holding most of a cause's failures
-        return max(findings, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)[cause])
-
-    impacts = holding("impact_2")
+    world = zoo_world(22)
+    impacts = world.holding("impact_2")
     light = next(p for p in impacts.params if p.param == "ambient_light")
     assert light.typical and light.explained == 0.0 and abs(light.contrast) > 2.0
     assert impacts.label.taxonomy == "dynamics_mismatch"
     assert all(a.target != "param.ambient_light" for a in impacts.actions)
-    camera = holding("calibration_4")
+    camera = world.holding("calibration_4")
     assert camera.params[0].param == "camera_offset_nu" and not camera.params[0].typical
     assert camera.label.taxonomy == "perception_drift"
     assert camera.actions[0].target == "param.camera_offset_nu"

@@ -101,22 +101,15 @@ def test_a_failure_sim_never_produces_is_said_to_be_missing_from_it() -> None:
     assert all_endings_in_sim(*_diagnosis(True, 0.4))
 
 
-def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) -> None:
-    from collections import Counter
-
+def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(zoo_world) -> None:
     from sim2real.cluster.taxonomy import event_families
-    from sim2real.demo.zoo import generate_world
-    from sim2real.pipeline import diagnose
-    from sim2real.report.build import find_clusters
 
     # Tuned zoo world 31: worn pads move no telemetry sim tells within its range
     # (identifiability 0.0); before the symptom lead their cluster was told to investigate,
     # and a cluster of drops that look like sim's own (half of them the pads') was
     # `unexplained`.
-    key = generate_world(31, tmp_path)
-    diagnosis = diagnose(key.dataset)
-    ids = diagnosis.signatures.episode_ids
-    led = [f for f in find_clusters(diagnosis) if f.params and f.params[0].symptom]
+    world = zoo_world(31)
+    led = [f for f in world.findings if f.params and f.params[0].symptom]
     assert len(led) == 2
     for finding in led:
         lead, action = finding.params[0], finding.actions[0]
@@ -124,13 +117,13 @@ def test_a_zoo_worlds_worn_pads_get_their_friction_from_how_sim_drops(tmp_path) 
         assert finding.label.taxonomy == "dynamics_mismatch"
         assert action.target == "param.grip_friction_vo"
         assert "how its rollouts end" in action.detail and action.evidence.startswith("symptom")
-    pads = max(led, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)["worn_pads_4"])
-    assert Counter(key.events.get(ids[i]) for i in pads.rows).most_common(1)[0][0] == "worn_pads_4"
+    pads = world.holding("worn_pads_4", among=led)
+    assert world.causes(pads).most_common(1)[0][0] == "worn_pads_4"
     assert pads.params[0].outside_range and pads.params[0].estimate < pads.params[0].sim_low
     assert pads.actions[0].kind == "widen_randomization"
     # The other looked like sim's in every family: the symptom named its family.
     other = next(f for f in led if f is not pads)
-    own = event_families(diagnosis.signatures, other.rows)
+    own = event_families(world.diagnosis.signatures, other.rows)
     assert (own == "unexplained").mean() > 0.5
 
 
@@ -146,24 +139,14 @@ def test_failures_ending_beyond_sims_rate_are_told_from_those_sim_has_too() -> N
     assert beyond_sim(*_diagnosis(True, float(special.expit(-3.0)))) is None
 
 
-def test_a_zoo_worlds_impacts_take_the_family_of_the_clusters_that_end_alike(tmp_path) -> None:
-    from collections import Counter
-
-    from sim2real.demo.zoo import generate_world
-    from sim2real.pipeline import diagnose
-    from sim2real.report.build import find_clusters
-
+def test_a_zoo_worlds_impacts_take_the_family_of_the_clusters_that_end_alike(
+        zoo_world) -> None:
     # Tuned zoo world 17: an impact trips a protective stop within a step, between two
     # samples of every channel, so its failures look like sim's up to the stop; the
     # obstructions and snags of the same cell stop too, with deviations of their own.
-    key = generate_world(17, tmp_path)
-    diagnosis = diagnose(key.dataset)
-    ids = diagnosis.signatures.episode_ids
-    findings = find_clusters(diagnosis)
-    impacts = max(findings, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)[
-        "impact_1"])
-    assert Counter(key.events.get(ids[i]) for i in impacts.rows)["impact_1"] >= 0.9 * len(
-        impacts.rows)
+    world = zoo_world(17)
+    impacts = world.holding("impact_1")
+    assert world.causes(impacts)["impact_1"] >= 0.9 * len(impacts.rows)
     assert impacts.label.taxonomy == "dynamics_mismatch"
     assert "protective_stop" in impacts.label.explanation
     assert "dynamics_mismatch clusters end" in impacts.label.explanation
@@ -188,30 +171,17 @@ def test_how_sim_ends_backs_moving_a_parameter_only_the_way_it_fails_more() -> N
 
 
 def test_a_zoo_worlds_obstruction_is_inspected_before_a_mass_nothing_in_sim_backs(
-        tmp_path) -> None:
-    from collections import Counter
-
-    from sim2real.demo.zoo import generate_world
-    from sim2real.pipeline import diagnose
-    from sim2real.report.build import find_clusters
-
+        zoo_world) -> None:
     # Tuned zoo world 24: an obstruction's protective stops pull the payload below zero
     # through a column sim's telemetry barely moves (identifiability 0.005), and sim's
     # rollouts never stop more as the payload changes. The same world's heavy load pulls
     # the same payload up, to no bound; its wheel slip pulls the floor friction to zero
     # through telemetry sim tells it by (identifiability 0.27).
-    key = generate_world(24, tmp_path)
-    diagnosis = diagnose(key.dataset)
-    ids = diagnosis.signatures.episode_ids
-    findings = find_clusters(diagnosis)
-
-    def of(cause: str):  # the cluster holding most of a cause's failures
-        return max(findings, key=lambda f: Counter(key.events.get(ids[i]) for i in f.rows)[cause])
-
-    obstruction = of("obstruction_2")
+    world = zoo_world(24)
+    obstruction = world.holding("obstruction_2")
     first, second = obstruction.actions[:2]
     assert first.kind == "investigate"
     assert "physical bound" in first.detail and "sim2real check" in first.detail
     assert second.kind == "widen_randomization" and second.target == "param.load_kg_ka"
-    assert of("heavy_load_4").actions[0].target == "param.load_kg_ka"
-    assert of("wheel_slip_1").actions[0].target == "param.wheel_traction"
+    assert world.holding("heavy_load_4").actions[0].target == "param.load_kg_ka"
+    assert world.holding("wheel_slip_1").actions[0].target == "param.wheel_traction"
