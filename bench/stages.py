@@ -165,13 +165,13 @@ def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, A
                                  executor=executor, scratch=scratch)
             if with_report:
                 with timed("report (build + save)"):
-                    report = build_report(diagnosis, None)
+                    report = build_report(diagnosis, None, executor)
                     with tempfile.TemporaryDirectory() as out:
                         report.save(out)
                 digest = _digest(report.to_json(), dataset)
         total = time.perf_counter() - start
     accounted = sum(s["s"] for s in stages.values())
-    stages["between stages (matcher fit, failure grid, signatures)"] = {
+    stages["between stages (matcher fit, signatures)"] = {
         "s": total - accounted, "peak_bytes": float("nan")}
     return {"total_s": total, "peak_bytes": mem.overall, "anon_bytes": mem.anon,
             "stages": stages, "failures": int(diagnosis.events.num_rows),

@@ -94,8 +94,12 @@ def analyze(
     old = _previous(previous)
     sim = load_adapter(adapter, adapter_options) if adapter is not None else None
     calibration = calibration or CalibrationConfig()
-    ds = dataset if isinstance(dataset, Dataset) else load_dataset(
-        dataset, skip_bad_episodes=skip_bad_episodes)
+    stages = Stages(enabled=progress)
+    if isinstance(dataset, Dataset):
+        ds = dataset
+    else:
+        with stages.stage("load and check dataset", 1):
+            ds = load_dataset(dataset, skip_bad_episodes=skip_bad_episodes)
     if sim is not None:  # a budget the calibrations cannot spend is an error before any work
         plan(calibration.budget, 2, calibration.restarts, screening_cost(len(ds.params)))
     real = real_episodes(ds)
@@ -106,17 +110,18 @@ def analyze(
         executor = make_executor(engine, address=address) if isinstance(engine, str) \
             else engine
         with scratch_folder(scratch, beside=out) as folder:
-            diagnosis = diagnose(ds, config, stages=Stages(enabled=progress),
-                                 executor=executor, scratch=folder)
-            report = build_report(diagnosis, old)
+            diagnosis = diagnose(ds, config, stages=stages, executor=executor, scratch=folder)
+            with stages.stage("attribute and prescribe", 1):
+                report = build_report(diagnosis, old, executor)
         if sim is not None:
             from sim2real.sim.loop import close_loop  # late: only a replaying run needs it
 
             report = close_loop(ds, report, sim, config=calibration, clusters=sim_clusters,
                                 progress=progress)
     if out is not None:
-        report = with_check_evidence(report, check_evidence(out))
-        report.save(out)
+        with stages.stage("write report", 1):
+            report = with_check_evidence(report, check_evidence(out))
+            report.save(out)
     return report
 
 

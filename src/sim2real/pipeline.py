@@ -402,7 +402,8 @@ def score_failures(
     ids = failures["episode_id"].to_pylist()
     channels = list(yardstick.channels)
     read = ids + list(also)
-    grid = _grid(ds, read, channels, yardstick.time, "real", executor, yardstick.scratch)
+    with stages.stage("read real failures", 1):
+        grid = _grid(ds, read, channels, yardstick.time, "real", executor, yardstick.scratch)
     ends = _floats(failures, "failure_time")
     ends = np.where(np.isfinite(ends), ends, grid.durations[: len(ids)])
     queries = QuerySet(grid, np.arange(len(ids)), column_values(failures, "task"), ends,

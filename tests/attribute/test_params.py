@@ -11,6 +11,7 @@ from sim2real.attribute import ParameterInference, param_evidence
 from sim2real.attribute.actions import at_bound, simulator_config
 from sim2real.attribute.params import _space, param_families
 from sim2real.dataset import ParamRange
+from sim2real.engine import LocalExecutor
 
 
 def dominant_cause(diagnosis, rows: np.ndarray, key: dict) -> tuple[str, float]:
@@ -89,11 +90,14 @@ def test_inference_follows_the_estimator_contract(standard) -> None:
     assert np.all((est.identifiability_ >= 0) & (est.identifiability_ <= 1))
 
 
-def test_evidence_is_deterministic(standard) -> None:
+def test_evidence_is_deterministic_and_the_same_on_worker_processes(standard) -> None:
     diagnosis = standard[0]
-    a, b = param_evidence(diagnosis), param_evidence(diagnosis)
+    a, b = param_evidence(diagnosis), param_evidence(diagnosis, LocalExecutor(2))
     assert a is not None and b is not None
-    np.testing.assert_array_equal(a.events, b.events)
+    for field in ("events", "whitened", "success_mean", "success_whitened"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+    np.testing.assert_array_equal(a.inference.coef_, b.inference.coef_)
+    np.testing.assert_array_equal(a.inference.identifiability_, b.inference.identifiability_)
 
 
 def test_estimates_within_bounds_and_outside_range_literal(standard, renamed) -> None:

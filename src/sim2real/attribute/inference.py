@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from sim2real.drift.signature import roughness, segment_means
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.matcher import RolloutBank, context_scale, window_times
+
+if TYPE_CHECKING:
+    from sim2real.engine import Executor
 
 __all__ = ["ParamSpace", "ParameterInference", "Windows"]
 
@@ -141,8 +145,12 @@ class ParameterInference:
         """Feature blocks per channel: the segment means, then the roughness."""
         return self.n_segments + 1
 
-    def fit(self, bank: RolloutBank, space: ParamSpace) -> ParameterInference:
+    def fit(self, bank: RolloutBank, space: ParamSpace,
+            executor: Executor | None = None) -> ParameterInference:
         """Learn how parameters move the telemetry, and how well each can be told apart.
+
+        ``executor`` reads the training windows in parallel (``None``: here); the fit does
+        not depend on it.
 
         Raises:
             ValueError: ``space`` does not have one row per rollout of ``bank``.
@@ -172,7 +180,7 @@ class ParameterInference:
             keep_rows = np.sort(rng.choice(rows.size, size=_MAX_TRAIN, replace=False))
             rows, ends = rows[keep_rows], ends[keep_rows]
         windows = Windows(bank.grid, rows, ends, bank.tasks[rows], bank.context.take(rows))
-        d, base = self._deviations(windows, exclude_self=True)
+        d, base = self._deviations(windows, exclude_self=True, executor=executor)
         dp = (space.values[rows] - base) / space.spread
         keep = np.isfinite(dp).all(axis=1)
         d, dp, base, rows = d[keep], dp[keep], base[keep], rows[keep]
@@ -189,10 +197,11 @@ class ParameterInference:
         self.posterior_sd_ = sd * space.spread
         return self
 
-    def deviations(self, windows: Windows) -> tuple[np.ndarray, np.ndarray]:
+    def deviations(self, windows: Windows,
+                   executor: Executor | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(n, n_features)`` whitened deviations from the neighbours, and ``(n, n_params)``
-        the neighbours' mean parameters."""
-        d, base = self._deviations(windows, exclude_self=False)
+        the neighbours' mean parameters (read in parallel by ``executor``, if given)."""
+        d, base = self._deviations(windows, exclude_self=False, executor=executor)
         return d / self.noise_, base
 
     def predict(self, windows: Windows) -> np.ndarray:
@@ -213,7 +222,8 @@ class ParameterInference:
         a = self.columns()
         return a.T @ a + self.ridge * np.eye(a.shape[1])
 
-    def _deviations(self, w: Windows, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _deviations(self, w: Windows, exclude_self: bool,
+                    executor: Executor | None = None) -> tuple[np.ndarray, np.ndarray]:
         names = list(self.bank_.grid.channels)
         cols = np.array([w.grid.channels.index(c) for c in names], dtype=np.int64)
         refs = self._references(w, exclude_self)
@@ -221,9 +231,14 @@ class ParameterInference:
         base = np.full((len(w.rows), len(self.space_.names)), np.nan)
         found = np.flatnonzero([r.size > 0 for r in refs])
         # Windows are read in chunks: one interpolation pass per chunk, bounded memory.
-        for chunk in np.array_split(found, max(1, -(-found.size // _CHUNK))):
-            if chunk.size:
-                d[chunk], base[chunk] = self._compare(w, chunk, [refs[i] for i in chunk], cols)
+        chunks = [(c, [refs[i] for i in c])
+                  for c in np.array_split(found, max(1, -(-found.size // _CHUNK))) if c.size]
+        job = (self, w, cols)
+        parts = ([_compare_chunk(job, c) for c in chunks]
+                 if executor is None or len(chunks) <= 1
+                 else executor.map_shared(_compare_chunk, job, chunks))
+        for (chunk, _), (d_chunk, base_chunk) in zip(chunks, parts, strict=True):
+            d[chunk], base[chunk] = d_chunk, base_chunk
         return d, base
 
     def _compare(self, w: Windows, idx: np.ndarray, refs: list[np.ndarray],
@@ -308,6 +323,15 @@ class ParameterInference:
                 r = float(np.corrcoef(pred[ok, j], truth[ok, j])[0, 1])
                 out[j] = max(r, 0.0) ** 2
         return out
+
+
+def _compare_chunk(job: tuple[ParameterInference, Windows, np.ndarray],
+                   chunk: tuple[np.ndarray, list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`ParameterInference._compare` of one chunk of windows; module level, so that
+    an executor's workers can run it."""
+    inference, windows, cols = job
+    idx, refs = chunk
+    return inference._compare(windows, idx, refs, cols)
 
 
 def _nearest(dist: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:

@@ -26,6 +26,7 @@ from sim2real.match.context import context_table
 
 if TYPE_CHECKING:
     from sim2real.drift.compute import Signatures
+    from sim2real.engine import Executor
     from sim2real.pipeline import Diagnosis
 
 __all__ = ["WEAK_PULL", "ClusterFit", "ParamEstimate", "ParamEvidence", "cluster_fit",
@@ -133,8 +134,10 @@ class ParamEvidence:
         return np.isin(self.feature_families, list(families))
 
 
-def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
-    """Fit the inference on the diagnosis' sim rollouts and read its real episodes.
+def param_evidence(diagnosis: Diagnosis,
+                   executor: Executor | None = None) -> ParamEvidence | None:
+    """Fit the inference on the diagnosis' sim rollouts and read its real episodes
+    (windows read in parallel by ``executor``, if given; the result does not depend on it).
 
     Returns:
         ``None`` where the dataset has no ``param.*`` columns (nothing to attribute).
@@ -144,13 +147,14 @@ def param_evidence(diagnosis: Diagnosis) -> ParamEvidence | None:
         return None
     cfg = diagnosis.config
     inference = ParameterInference(20, cfg.n_points, cfg.n_segments, cfg.window_s,
-                                   seed=cfg.seed).fit(diagnosis.matcher.bank_, space)
+                                   seed=cfg.seed).fit(diagnosis.matcher.bank_, space,
+                                                      executor)
     events = diagnosis.events
     windows = Windows(diagnosis.real_grid, np.arange(events.num_rows), diagnosis.ends,
                       column_values(events, "task"), context_table(events))
-    whitened, base = inference.deviations(windows)
+    whitened, base = inference.deviations(windows, executor)
     estimates = base + inference.correct(whitened) * space.spread
-    s_white, s_est = _successes(diagnosis, inference)
+    s_white, s_est = _successes(diagnosis, inference, executor)
     n_s = max(len(s_est), 1)
     s_mean = np.nanmedian(s_est, axis=0) if len(s_est) else space.nominal.copy()
     # Where sim's telemetry barely tells a parameter, the successes' estimate is mostly
@@ -513,7 +517,7 @@ def _space(diagnosis: Diagnosis) -> ParamSpace | None:
 
 
 def _successes(
-    diagnosis: Diagnosis, inference: ParameterInference
+    diagnosis: Diagnosis, inference: ParameterInference, executor: Executor | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Whitened deviations and estimates of the diagnosis' baseline real successes, each
     read at a random point of its run (there is no failure time)."""
@@ -526,7 +530,7 @@ def _successes(
     ends = diagnosis.real_grid.durations[rows] * rng.uniform(0.3, 1.0, size=rows.size)
     windows = Windows(diagnosis.real_grid, rows, ends, column_values(real, "task"),
                       context_table(real))
-    whitened, base = inference.deviations(windows)
+    whitened, base = inference.deviations(windows, executor)
     return whitened, base + inference.correct(whitened) * inference.space_.spread
 
 

@@ -34,6 +34,7 @@ from sim2real.cluster.taxonomy import ClusterLabel, event_families, label_cluste
 from sim2real.cluster.trend import Trend, fit_trend
 from sim2real.dataset import Dataset
 from sim2real.drift.signature import SCORE_FAMILIES
+from sim2real.engine import Executor
 from sim2real.match.matcher import window_times
 from sim2real.pipeline import Diagnosis, compared_with
 from sim2real.report._words import NOT_ADDITIVE
@@ -105,13 +106,15 @@ def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
     return order, np.array([counts.get(d, 0) for d in order], dtype=float)
 
 
-def find_clusters(diagnosis: Diagnosis) -> list[ClusterFinding]:
-    """Label, trend and attribute every cluster, most urgent first."""
+def find_clusters(diagnosis: Diagnosis,
+                  executor: Executor | None = None) -> list[ClusterFinding]:
+    """Label, trend and attribute every cluster, most urgent first (the parameter
+    inference reads its windows in parallel on ``executor``, if given)."""
     deployments, episodes = exposure(diagnosis)
     event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
     robots = column_values(diagnosis.events, "robot_id")
     sites = column_values(diagnosis.events, "site")
-    evidence = param_evidence(diagnosis)  # the parameter inference, fitted once
+    evidence = param_evidence(diagnosis, executor)  # the parameter inference, fitted once
     # "More failures than sim predicts at <place>" says something only where places differ
     # (more than one cell) and the reference fails at all (else it predicts none anywhere).
     informative = len(diagnosis.fleet.cells) > 1 and bool(diagnosis.matcher.bank_.failed.any())
@@ -198,9 +201,11 @@ def _led_by(evidence: ParamEvidence | None, lead: ParamEstimate | None,
     return param_family(evidence, lead.param), tie, moved_family(evidence, lead.param)
 
 
-def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None) -> Report:
-    """The report of a diagnosis; ``previous`` keeps the IDs of clusters found again."""
-    findings = find_clusters(diagnosis)
+def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None,
+                 executor: Executor | None = None) -> Report:
+    """The report of a diagnosis; ``previous`` keeps the IDs of clusters found again;
+    ``executor`` runs the parameter inference's window reads (``None``: here)."""
+    findings = find_clusters(diagnosis, executor)
     sig = diagnosis.signatures
     identities = assign_ids(diagnosis, findings, previous)
     cluster_of = np.full(len(sig.episode_ids), None, dtype=object)

@@ -43,10 +43,16 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
               help="Folder for temporary files (signals regrouped by episode where the "
                    "files are not sorted by it, large grids), removed after the run "
                    "[default: beside --out].")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where the heavy stages run: processes here, or Ray tasks "
+                   "(pip install 'sim2real[ray]'). The verdicts are the same.")
+@click.option("--address", default=None,
+              help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
              previous: Path | None, targets: list[str], skip_bad_episodes: bool,
-             scratch: Path | None, quiet: bool) -> None:
+             scratch: Path | None, engine: str, address: str | None, quiet: bool) -> None:
     """Compare failure-cluster rates between BASELINE and CANDIDATE deployments.
 
     Clusters are learnt on the baseline deployments of DATASET; the candidate
@@ -69,7 +75,8 @@ def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out
     known = read_previous(previous) if previous is not None else None
     result = run_validate(dataset, baseline, candidate, out=out, stages=stages,
                           previous=known, targets=targets,
-                          skip_bad_episodes=skip_bad_episodes, scratch=scratch)
+                          skip_bad_episodes=skip_bad_episodes, scratch=scratch,
+                          engine=engine, address=address)
     if not quiet:
         from sim2real.report.console import print_validation
 

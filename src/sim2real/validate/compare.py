@@ -58,6 +58,7 @@ from sim2real.cluster.identity import Identity, assign_ids
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.cluster.trend import rate_ratio_pvalue
 from sim2real.dataset import Dataset, load_dataset
+from sim2real.engine import Executor, make_executor
 from sim2real.errors import UsageError
 from sim2real.pipeline import (
     AnalysisConfig,
@@ -97,6 +98,8 @@ def validate(
     targets: Sequence[str] = (),
     skip_bad_episodes: bool = False,
     scratch: str | Path | None = None,
+    engine: str | Executor = "local",
+    address: str | None = None,
 ) -> Validation:
     """Compare each baseline cluster's failure rate in the candidate deployments.
 
@@ -116,6 +119,10 @@ def validate(
         skip_bad_episodes: leave out, with a warning, real failures that cannot be compared
             instead of failing (see :func:`~sim2real.dataset.load_dataset`).
         scratch: where temporary files go (see :func:`sim2real.analyze`).
+        engine: where the heavy stages run, as for :func:`sim2real.analyze` (``local``,
+            ``ray`` or an :class:`~sim2real.engine.Executor`); the verdicts do not depend
+            on it.
+        address: the Ray cluster to join; ``ray`` only.
 
     Returns:
         The verdicts; no clusters when neither side has a real failure.
@@ -126,6 +133,7 @@ def validate(
             unfit for a run's outputs (all checked before any work), or failures in the
             candidate deployments but none in the baseline to compare them with.
         DatasetError: the dataset breaks the format or has no sim rollouts.
+        InputError: ``engine="ray"`` without Ray installed.
     """
     if not baseline or not candidate:
         raise UsageError("validate needs at least one baseline and one candidate deployment")
@@ -145,8 +153,12 @@ def validate(
     stages = stages or Stages(enabled=False)
     if out is not None:
         check_output(out)
-    ds = dataset if isinstance(dataset, Dataset) else load_dataset(
-        dataset, skip_bad_episodes=skip_bad_episodes)
+    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
+    if isinstance(dataset, Dataset):
+        ds = dataset
+    else:
+        with stages.stage("load and check dataset", 1):
+            ds = load_dataset(dataset, skip_bad_episodes=skip_bad_episodes)
     cand_real = real_episodes(ds, candidate)
     base_real = real_episodes(ds, baseline)
     check_analysable(ds, base_real)
@@ -160,24 +172,25 @@ def validate(
         return result
     with scratch_folder(scratch, beside=out) as folder:
         return _validate(ds, baseline, candidate, config, out, stages, previous, targets,
-                         base_real, cand_real, folder)
+                         base_real, cand_real, folder, executor)
 
 
 def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
               config: AnalysisConfig, out: str | Path | None, stages: Stages,
               previous: ReportModel | None, targets: Sequence[str], base_real: pa.Table,
-              cand_real: pa.Table, scratch: Path) -> Validation:
+              cand_real: pa.Table, scratch: Path, executor: Executor) -> Validation:
     """:func:`validate` once both sides are known to hold failures."""
     failures = cand_real.filter(pc.equal(cand_real["outcome"], "failure"))
-    diagnosis = diagnose(ds, config, deployments=baseline, stages=stages, scratch=scratch,
-                         also=failures["episode_id"].to_pylist())
+    diagnosis = diagnose(ds, config, deployments=baseline, stages=stages, executor=executor,
+                         scratch=scratch, also=failures["episode_id"].to_pylist())
     base_n = base_real.num_rows
     cand_n = cand_real.num_rows
-    findings = find_clusters(diagnosis)
+    with stages.stage("attribute the baseline", 1):
+        findings = find_clusters(diagnosis, executor)
     ids = assign_ids(diagnosis, findings, previous)
     members, clusters = _report_clusters(diagnosis, findings, ids, previous)
     if failures.num_rows:
-        sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages)
+        sig, _, _ = score_failures(diagnosis.yardstick, failures, config, stages, executor)
         # Signatures come in the failures' row order, as in diagnose.
         cand_features = signature_features(sig, like=diagnosis.features,
                                            symptoms=strings(failures, "failure_label"))
@@ -223,7 +236,8 @@ def _validate(ds: Dataset, baseline: Sequence[str], candidate: Sequence[str],
                             dataset=ds.root.canonical(), assignments=assignments)
     result = Validation(model)
     if out is not None:
-        result.save(out)
+        with stages.stage("write validation", 1):
+            result.save(out)
     return result
 
 
