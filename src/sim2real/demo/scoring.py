@@ -309,7 +309,7 @@ def generate_and_score(seed: int, out_dir: str | Path | None = None, *,
         try:
             validation = sim2real.validate(key.dataset, list(baseline), list(candidate),
                                            previous=report, targets=targets,
-                                           scratch=scratch).model
+                                           scratch=scratch, engine=LocalExecutor(1)).model
         except UsageError:  # refused (say, no baseline failure): no verdict is right
             validation = ValidationModel(baseline=list(baseline), candidate=list(candidate),
                                          clusters=[], dataset=str(key.dataset))
