@@ -61,7 +61,7 @@ def measure_size(name: str, engine: str, with_report: bool, layouts: list[str],
         run["analyze"] = _job("analyze", str(folder), engine,
                               *([] if with_report else ["--no-report"]))
         if with_validate:
-            run["validate"] = _job("validate", str(folder))
+            run["validate"] = _job("validate", str(folder), engine)
         runs[layout] = run
         print(f"{name}/{layout}: {json.dumps(run)}", file=sys.stderr, flush=True)
     first = runs[layouts[0]]

@@ -179,9 +179,10 @@ def analyze(dataset: Path, engine: str, with_report: bool = True) -> dict[str, A
             "digest": digest}
 
 
-def validate(dataset: Path) -> dict[str, Any]:
+def validate(dataset: Path, engine: str = "local") -> dict[str, Any]:
     """``sim2real validate`` end to end (load, the baseline's diagnosis, the candidate's
-    failures, the verdicts, the files): the last deployment against the ones before."""
+    failures, the verdicts, the files) on ``engine``: the last deployment against the ones
+    before."""
     from sim2real.dataset import load_dataset
     from sim2real.validate.compare import validate as run_validate
 
@@ -190,7 +191,8 @@ def validate(dataset: Path) -> dict[str, Any]:
         ds = load_dataset(dataset)
         deployments = list(ds.deployments)
         with tempfile.TemporaryDirectory() as out:
-            result = run_validate(ds, deployments[:-1], deployments[-1:], out=out)
+            result = run_validate(ds, deployments[:-1], deployments[-1:], out=out,
+                                  engine=engine)
         seconds = time.perf_counter() - start
     return {"total_s": seconds, "peak_bytes": mem.overall, "anon_bytes": mem.anon,
             "digest": _digest(result.to_json(), dataset)}
@@ -214,7 +216,7 @@ if __name__ == "__main__":
     elif job == "stream":
         result = stream(Path(sys.argv[2]))
     elif job == "validate":
-        result = validate(Path(sys.argv[2]))
+        result = validate(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local")
     elif job == "analyze":
         result = analyze(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "local",
                          with_report="--no-report" not in sys.argv)
