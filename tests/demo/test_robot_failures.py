@@ -1,9 +1,9 @@
 """Real labelled telemetry (UCI Robot Execution Failures, tests/fixtures): the converter,
 the no-simulator mode, and sim2real's clusters against the plain KMeans yardstick.
 
-Measured (2026-12-05, defaults, bench/modes.py): adjusted Rand index of the clusters
-against the labelled modes, sim2real / yardstick: LP1 0.23 / 0.26, LP2 -0.02 / 0.08,
-LP3 0.14 / -0.07, LP4 -0.03 / 0.86, LP5 -0.01 / 0.22. On LP4 (collisions against
+Measured (2026-12-07, defaults, ``python -m bench.modes --real``): adjusted Rand index of
+the clusters against the labelled modes, sim2real / yardstick: LP1 0.03 / 0.26, LP2
+0.09 / 0.08, LP3 -0.04 / -0.07, LP4 0.00 / 0.86, LP5 -0.00 / 0.22. On LP4 (collisions against
 obstructions, separable) sim2real puts every failure in one cluster; see bench/README.md
 ("Mode resolution") for where the information is lost.
 """
