@@ -92,20 +92,31 @@ def _gaps(table: pa.Table, rows: np.ndarray,
         value = table["value"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
         keep = (rows >= 0) & (chan >= 0) & np.isfinite(value)
         episode, chan, t = rows[keep], chan[keep], t[keep]
-    else:
-        parts = []
-        for k, name in enumerate(channels):
-            if name in table.column_names:
-                value = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
-                keep = (rows >= 0) & np.isfinite(value)
-                parts.append((rows[keep], np.full(int(keep.sum()), k), t[keep]))
-        if not parts:
-            return np.zeros(0, np.int64), np.zeros(0)
-        episode, chan, t = (np.concatenate(p) for p in zip(*parts, strict=True))
-    order = np.lexsort((t, chan, episode))
-    episode, chan, t = episode[order], chan[order], t[order]
-    same = (episode[1:] == episode[:-1]) & (chan[1:] == chan[:-1])
-    return chan[1:][same], np.diff(t)[same]
+        order = np.lexsort((t, chan, episode))
+        episode, chan, t = episode[order], chan[order], t[order]
+        same = (episode[1:] == episode[:-1]) & (chan[1:] == chan[:-1])
+        return chan[1:][same], np.diff(t)[same]
+    found = []
+    for k, name in enumerate(channels):
+        if name in table.column_names:
+            value = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
+            keep = (rows >= 0) & np.isfinite(value)
+            gaps = _episode_gaps(rows[keep], t[keep])
+            found.append((np.full(gaps.size, k), gaps))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate([c for c, _ in found]), np.concatenate([g for _, g in found])
+
+
+def _episode_gaps(episode: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Intervals between consecutive samples of one episode; rows already in (episode, t)
+    order, as sorted parts and regrouped buckets hold them, are not sorted again."""
+    step, dt = np.diff(episode), np.diff(t)
+    if not np.all((step > 0) | ((step == 0) & (dt >= 0))):
+        order = np.lexsort((t, episode))
+        episode, t = episode[order], t[order]
+        step, dt = np.diff(episode), np.diff(t)
+    return dt[step == 0]
 
 
 def time_base(dataset: Dataset, sources: Mapping[str, Sequence[str]], channels: Sequence[str],
