@@ -137,7 +137,8 @@ class ParamEvidence:
 def param_evidence(diagnosis: Diagnosis,
                    executor: Executor | None = None) -> ParamEvidence | None:
     """Fit the inference on the diagnosis' sim rollouts and read its real episodes
-    (windows read in parallel by ``executor``, if given; the result does not depend on it).
+    (windows read in parallel by ``executor`` where it runs on this machine; the result
+    does not depend on it).
 
     Returns:
         ``None`` where the dataset has no ``param.*`` columns (nothing to attribute).
@@ -146,6 +147,9 @@ def param_evidence(diagnosis: Diagnosis,
     if space is None:
         return None
     cfg = diagnosis.config
+    # The inference reads a few thousand windows whatever the fleet's size: worth forked
+    # workers, which inherit the bank, not shipping the bank to remote ones.
+    executor = executor if executor is not None and not executor.remote else None
     inference = ParameterInference(20, cfg.n_points, cfg.n_segments, cfg.window_s,
                                    seed=cfg.seed).fit(diagnosis.matcher.bank_, space,
                                                       executor)

@@ -109,7 +109,7 @@ def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
 def find_clusters(diagnosis: Diagnosis,
                   executor: Executor | None = None) -> list[ClusterFinding]:
     """Label, trend and attribute every cluster, most urgent first (the parameter
-    inference reads its windows in parallel on ``executor``, if given)."""
+    inference reads its windows on ``executor`` where it is local, see :func:`~sim2real.attribute.param_evidence`)."""
     deployments, episodes = exposure(diagnosis)
     event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
     robots = column_values(diagnosis.events, "robot_id")
@@ -204,7 +204,7 @@ def _led_by(evidence: ParamEvidence | None, lead: ParamEstimate | None,
 def build_report(diagnosis: Diagnosis, previous: ReportModel | None = None,
                  executor: Executor | None = None) -> Report:
     """The report of a diagnosis; ``previous`` keeps the IDs of clusters found again;
-    ``executor`` runs the parameter inference's window reads (``None``: here)."""
+    ``executor`` runs the parameter inference's window reads where it is local."""
     findings = find_clusters(diagnosis, executor)
     sig = diagnosis.signatures
     identities = assign_ids(diagnosis, findings, previous)
