@@ -109,7 +109,8 @@ def exposure(diagnosis: Diagnosis) -> tuple[tuple[str, ...], np.ndarray]:
 def find_clusters(diagnosis: Diagnosis,
                   executor: Executor | None = None) -> list[ClusterFinding]:
     """Label, trend and attribute every cluster, most urgent first (the parameter
-    inference reads its windows on ``executor`` where it is local, see :func:`~sim2real.attribute.param_evidence`)."""
+    inference reads its windows on ``executor`` where it is local: see
+    :func:`~sim2real.attribute.param_evidence`)."""
     deployments, episodes = exposure(diagnosis)
     event_deps = np.array(diagnosis.events["deployment"].to_pylist(), dtype=object)
     robots = column_values(diagnosis.events, "robot_id")
