@@ -188,8 +188,12 @@ def test_ctrl_c_while_the_libraries_load_prints_one_line(tmp_path: Path) -> None
 
     # The child says "ready" as the guarded import of the CLI begins and stays in it until
     # the signal comes (a warm import could otherwise finish first and fail on the folder).
+    # It first takes Ctrl-C as a shell's command does (neither ignored nor blocked): both
+    # are inherited, and a test runner's worker may hold either.
     start = f"""
-import importlib.abc, sys, time
+import importlib.abc, signal, sys, time
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from sim2real.__main__ import main
 class Ready(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
