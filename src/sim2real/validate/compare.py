@@ -153,7 +153,6 @@ def validate(
     stages = stages or Stages(enabled=False)
     if out is not None:
         check_output(out)
-    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
     if isinstance(dataset, Dataset):
         ds = dataset
     else:
@@ -170,6 +169,7 @@ def validate(
         if out is not None:
             result.save(out)
         return result
+    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
     with scratch_folder(scratch, beside=out) as folder:
         return _validate(ds, baseline, candidate, config, out, stages, previous, targets,
                          base_real, cand_real, folder, executor)
