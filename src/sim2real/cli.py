@@ -13,6 +13,7 @@ import click
 
 from sim2real._version import __version__
 from sim2real.dataset._cli import DatasetArgument
+from sim2real.engine._cli import engine_options
 from sim2real.errors import InputError, Sim2RealError
 
 
@@ -76,12 +77,7 @@ def main() -> None:
               help="Samples per second of the time grid every channel is resampled onto "
                    "[default: the rate of the fastest channel, measured between its own "
                    "samples].")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True,
-              help="Where the heavy stages run: processes here, or Ray tasks "
-                   "(pip install 'sim2real[ray]').")
-@click.option("--address", default=None,
-              help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
+@engine_options
 @click.option("--skip-bad-episodes", is_flag=True,
               help="Leave out real failures that cannot be compared (no samples, a "
                    "failure_time outside them), listed in the warnings, instead of stopping.")

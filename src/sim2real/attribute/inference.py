@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim2real.drift.signature import roughness, segment_means
+from sim2real.engine import run_shared
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.matcher import RolloutBank, context_scale, window_times
@@ -233,10 +234,7 @@ class ParameterInference:
         # Windows are read in chunks: one interpolation pass per chunk, bounded memory.
         chunks = [(c, [refs[i] for i in c])
                   for c in np.array_split(found, max(1, -(-found.size // _CHUNK))) if c.size]
-        job = (self, w, cols)
-        parts = ([_compare_chunk(job, c) for c in chunks]
-                 if executor is None or len(chunks) <= 1
-                 else executor.map_shared(_compare_chunk, job, chunks))
+        parts = run_shared(executor, _compare_chunk, (self, w, cols), chunks)
         for (chunk, _), (d_chunk, base_chunk) in zip(chunks, parts, strict=True):
             d[chunk], base[chunk] = d_chunk, base_chunk
         return d, base

@@ -10,6 +10,7 @@ import numpy as np
 
 from sim2real.drift.evidence import Novelty, SysFinding
 from sim2real.drift.signature import SCORE_FAMILIES, DriftScorer, SegmentDiff, segment_diffs
+from sim2real.engine import run_shared
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import CandidateQuery
@@ -141,10 +142,7 @@ def compare(
                       n_segments)
     n = len(queries.rows)
     chunks = _chunks(queries, matcher)
-    if executor is None or len(chunks) <= 1:
-        parts = [_compare_chunk(job, c) for c in chunks]
-    else:
-        parts = executor.map_shared(_compare_chunk, job, chunks)
+    parts = run_shared(executor, _compare_chunk, job, chunks)
     diffs: list[SegmentDiff] = [None] * n  # type: ignore[list-item]
     nearest: list[list[str]] = [[] for _ in range(n)]
     for chunk, part in zip(chunks, parts, strict=True):

@@ -4,8 +4,8 @@ Stage code receives an :class:`Executor` and calls :meth:`Executor.map_shared`; 
 imports Ray. ``make_executor("ray", address=...)`` is the only way Ray gets imported.
 """
 
-from sim2real.engine._base import Executor, make_executor
+from sim2real.engine._base import Executor, make_executor, run_shared
 from sim2real.engine.local import LocalExecutor
 from sim2real.engine.ray import RayExecutor
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor"]
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "make_executor", "run_shared"]

@@ -7,7 +7,7 @@ from typing import Protocol, TypeVar
 
 from sim2real.errors import UsageError
 
-__all__ = ["ENGINES", "Executor", "make_executor"]
+__all__ = ["ENGINES", "Executor", "make_executor", "run_shared"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -38,6 +38,15 @@ class Executor(Protocol):
     def map_shared(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> list[R]:
         """``[fn(shared, item) for item in items]``, computed in parallel."""
         ...
+
+
+def run_shared(executor: Executor | None, fn: Callable[[S, T], R], shared: S,
+               items: Sequence[T]) -> list[R]:
+    """``[fn(shared, item) for item in items]``: on ``executor`` where there is one and more
+    than one item (a single item is not worth shipping ``shared`` for), else here."""
+    if executor is None or len(items) <= 1:
+        return [fn(shared, item) for item in items]
+    return executor.map_shared(fn, shared, items)
 
 
 def make_executor(engine: str = "local", *, address: str | None = None,

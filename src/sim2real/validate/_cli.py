@@ -8,6 +8,7 @@ import click
 
 from sim2real._progress import Stages
 from sim2real.dataset._cli import DatasetArgument
+from sim2real.engine._cli import engine_options
 from sim2real.validate.compare import validate as run_validate
 
 __all__ = ["validate"]
@@ -43,12 +44,7 @@ def _deployments(_ctx: click.Context, _param: click.Parameter, value: str) -> li
               help="Folder for temporary files (signals regrouped by episode where the "
                    "files are not sorted by it, large grids), removed after the run "
                    "[default: beside --out].")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True,
-              help="Where the heavy stages run: processes here, or Ray tasks "
-                   "(pip install 'sim2real[ray]'). The verdicts are the same.")
-@click.option("--address", default=None,
-              help="Ray cluster to join (auto, ray://head:10001); default: a local Ray.")
+@engine_options
 @click.option("--quiet", is_flag=True, help="No progress display and no summary.")
 def validate(dataset: str | Path, baseline: list[str], candidate: list[str], out: Path,
              previous: Path | None, targets: list[str], skip_bad_episodes: bool,
