@@ -251,8 +251,7 @@ def _fits(action: Action, cause: CauseKey) -> bool:
     none of their failures."""
     if action.kind not in cause.actions:
         return False
-    changes = action.kind in ("recalibrate_param", "widen_randomization")
-    return not (changes and cause.key_param is not None
+    return not (action.target.startswith("param.") and cause.key_param is not None
                 and action.target != f"param.{cause.key_param}")
 
 
