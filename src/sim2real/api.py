@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 
 from sim2real._progress import Stages
 from sim2real._scratch import scratch_folder
-from sim2real.dataset import Dataset, load_dataset
-from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, real_episodes
+from sim2real.dataset import Dataset
+from sim2real.pipeline import AnalysisConfig, check_analysable, diagnose, loaded, real_episodes
 from sim2real.report.build import build_report, empty_report, with_check_evidence
 from sim2real.report.model import ReportModel
 from sim2real.report.snapshot import Report, check_output, read_previous
@@ -95,11 +95,7 @@ def analyze(
     sim = load_adapter(adapter, adapter_options) if adapter is not None else None
     calibration = calibration or CalibrationConfig()
     stages = Stages(enabled=progress)
-    if isinstance(dataset, Dataset):
-        ds = dataset
-    else:
-        with stages.stage("load and check dataset", 1):
-            ds = load_dataset(dataset, skip_bad_episodes=skip_bad_episodes)
+    ds = loaded(dataset, stages, skip_bad_episodes)
     if sim is not None:  # a budget the calibrations cannot spend is an error before any work
         plan(calibration.budget, 2, calibration.restarts, screening_cost(len(ds.params)))
     real = real_episodes(ds)
@@ -107,8 +103,7 @@ def analyze(
     if not pc.any(pc.equal(real["outcome"], "failure")).as_py():
         report = empty_report(ds)
     else:
-        executor = make_executor(engine, address=address) if isinstance(engine, str) \
-            else engine
+        executor = make_executor(engine, address=address)
         with scratch_folder(scratch, beside=out) as folder:
             diagnosis = diagnose(ds, config, stages=stages, executor=executor, scratch=folder)
             with stages.stage("attribute and prescribe", 1):

@@ -39,6 +39,7 @@ __all__ = [
     "compared_with",
     "diagnose",
     "fit_yardstick",
+    "loaded",
     "real_episodes",
     "reference_warnings",
     "score_failures",
@@ -192,7 +193,7 @@ def diagnose(
         UsageError: the deployments analysed hold no real failure.
     """
     stages = stages or Stages(enabled=False)
-    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    ds = loaded(dataset, stages)
     real = real_episodes(ds, deployments)
     check_analysable(ds, real)
     failures = real.filter(pc.equal(real["outcome"], "failure"))
@@ -219,6 +220,16 @@ def diagnose(
     analysed = tuple(d for d in ds.deployments if deployments is None or d in deployments)
     return Diagnosis(yardstick, failures, sig, features, clusterer.labels_, clusterer, grid,
                      ends, config, analysed, successes, fleet)
+
+
+def loaded(dataset: str | Path | Dataset, stages: Stages,
+           skip_bad_episodes: bool = False) -> Dataset:
+    """``dataset`` where it is loaded already, else loaded and checked (see
+    :func:`~sim2real.dataset.load_dataset`) under a progress line of its own."""
+    if isinstance(dataset, Dataset):
+        return dataset
+    with stages.stage("load and check dataset", 1):
+        return load_dataset(dataset, skip_bad_episodes=skip_bad_episodes)
 
 
 def _baseline_successes(real: pa.Table, failures: pa.Table, config: AnalysisConfig) -> pa.Table:

@@ -49,12 +49,13 @@ def run_shared(executor: Executor | None, fn: Callable[[S, T], R], shared: S,
     return executor.map_shared(fn, shared, items)
 
 
-def make_executor(engine: str = "local", *, address: str | None = None,
+def make_executor(engine: str | Executor = "local", *, address: str | None = None,
                   workers: int | None = None) -> Executor:
     """The executor called ``engine``.
 
     Args:
-        engine: ``local`` (processes on this machine) or ``ray``.
+        engine: ``local`` (processes on this machine) or ``ray``; an :class:`Executor`
+            is returned as it is.
         address: Ray cluster address (``auto``, ``ray://host:10001``); ``ray`` only.
         workers: parallel calls; default: the CPUs of this machine (local) or cluster (ray).
 
@@ -62,6 +63,8 @@ def make_executor(engine: str = "local", *, address: str | None = None,
         UsageError: unknown engine, or an address given to the local engine.
         InputError: ``ray`` without Ray installed (the message names the extra).
     """
+    if not isinstance(engine, str):
+        return engine
     if engine == "local":
         if address is not None:
             raise UsageError("--address is for --engine ray; the local engine needs none")

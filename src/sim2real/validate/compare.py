@@ -57,7 +57,7 @@ from sim2real.cluster.density import (
 from sim2real.cluster.identity import Identity, assign_ids
 from sim2real.cluster.taxonomy import label_cluster
 from sim2real.cluster.trend import rate_ratio_pvalue
-from sim2real.dataset import Dataset, load_dataset
+from sim2real.dataset import Dataset
 from sim2real.engine import Executor, make_executor
 from sim2real.errors import UsageError
 from sim2real.pipeline import (
@@ -65,6 +65,7 @@ from sim2real.pipeline import (
     Diagnosis,
     check_analysable,
     diagnose,
+    loaded,
     real_episodes,
     score_failures,
 )
@@ -153,11 +154,7 @@ def validate(
     stages = stages or Stages(enabled=False)
     if out is not None:
         check_output(out)
-    if isinstance(dataset, Dataset):
-        ds = dataset
-    else:
-        with stages.stage("load and check dataset", 1):
-            ds = load_dataset(dataset, skip_bad_episodes=skip_bad_episodes)
+    ds = loaded(dataset, stages, skip_bad_episodes)
     cand_real = real_episodes(ds, candidate)
     base_real = real_episodes(ds, baseline)
     check_analysable(ds, base_real)
@@ -169,7 +166,7 @@ def validate(
         if out is not None:
             result.save(out)
         return result
-    executor = make_executor(engine, address=address) if isinstance(engine, str) else engine
+    executor = make_executor(engine, address=address)
     with scratch_folder(scratch, beside=out) as folder:
         return _validate(ds, baseline, candidate, config, out, stages, previous, targets,
                          base_real, cand_real, folder, executor)
