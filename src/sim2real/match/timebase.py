@@ -87,25 +87,20 @@ def _gaps(table: pa.Table, rows: np.ndarray,
     """``(channel, gap)``: every interval between consecutive samples of one channel in one
     episode, with the channel's position in ``channels``."""
     t = table["t"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    if "channel" in table.column_names:
+    if "channel" in table.column_names:  # long: one value column, a channel per row
         chan = channel_codes(table["channel"], channels)
         value = table["value"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-        keep = (rows >= 0) & (chan >= 0) & np.isfinite(value)
-        episode, chan, t = rows[keep], chan[keep], t[keep]
-        order = np.lexsort((t, chan, episode))
-        episode, chan, t = episode[order], chan[order], t[order]
-        same = (episode[1:] == episode[:-1]) & (chan[1:] == chan[:-1])
-        return chan[1:][same], np.diff(t)[same]
-    found = []
-    for k, name in enumerate(channels):
-        if name in table.column_names:
-            value = table[name].to_numpy(zero_copy_only=False).astype(np.float64)
-            keep = (rows >= 0) & np.isfinite(value)
-            gaps = _episode_gaps(rows[keep], t[keep])
-            found.append((np.full(gaps.size, k), gaps))
+        valid = (rows >= 0) & (chan >= 0) & np.isfinite(value)
+        series = [(k, valid & (chan == k)) for k in range(len(channels))]
+    else:
+        series = [(k, (rows >= 0) & np.isfinite(
+                      table[name].to_numpy(zero_copy_only=False).astype(np.float64)))
+                  for k, name in enumerate(channels) if name in table.column_names]
+    found = [(k, _episode_gaps(rows[keep], t[keep])) for k, keep in series]
     if not found:
         return np.zeros(0, np.int64), np.zeros(0)
-    return np.concatenate([c for c, _ in found]), np.concatenate([g for _, g in found])
+    return (np.concatenate([np.full(g.size, k) for k, g in found]),
+            np.concatenate([g for _, g in found]))
 
 
 def _episode_gaps(episode: np.ndarray, t: np.ndarray) -> np.ndarray:
