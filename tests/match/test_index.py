@@ -47,6 +47,24 @@ def test_prefilter_recall_against_exact_scan() -> None:
     assert np.mean(hits) >= 0.95
 
 
+def test_a_rollouts_descriptor_is_its_own_window_as_a_query_sees_it() -> None:
+    # Off the grid's steps on purpose: a nearest-sample descriptor differs there, and then
+    # ranks a rollout against a window it never had.
+    bank = _bank(PREFILTER_MIN_ROLLOUTS + 10, np.random.default_rng(3))
+    matcher = RolloutMatcher().fit(bank)
+    index = matcher.index_
+    assert index is not None
+    end, length = 4.33, 3.71
+    rows = np.flatnonzero(~bank.failed)[:20]
+    described = index._descriptors(rows, end, length)
+    windows = bank.grid.at(rows, window_times(np.full(rows.size, end), length, 32))
+    for row, window, descriptor in zip(rows, windows, described, strict=True):
+        ask = CandidateQuery(window, bank.grid.values[row, 0], int(row), "pick", end, length,
+                             None)
+        np.testing.assert_allclose(descriptor, index._query_vector(ask), rtol=1e-5,
+                                   atol=1e-6)
+
+
 def test_small_bank_keeps_the_exact_scan() -> None:
     matcher = RolloutMatcher().fit(_bank(300, np.random.default_rng(1)))
     assert matcher.index_ is None

@@ -127,10 +127,10 @@ class DescriptorIndex:
         stop = bank.end_times(rows, end)
         start = np.maximum(stop - length, 0.0)
         times = start[:, None] + (stop - start)[:, None] * self._coarse_fractions()[None, :]
-        # Nearest grid sample, not interpolation: a prefilter needs ranks, not exact values,
-        # and one gather of whole channel vectors is several times cheaper.
-        steps = np.clip(np.rint(times / bank.grid.dt).astype(np.int64), 0,
-                        bank.grid.values.shape[1] - 1)
+        # Interpolated as the exact distance does: the nearest grid sample, off by up to
+        # half a step, ranked a fifth of the exact nearest out (recall@5 0.86 against 0.93
+        # on bench fleet s) for the same reads.
+        steps = np.clip(times / bank.grid.dt, 0.0, float(bank.grid.values.shape[1] - 1))
         scale = (np.sqrt(m.weights_) / m.scale_).astype(np.float32)
         return _gather_descriptors(bank.grid.values, m.initial_, rows, steps, scale,
                                    np.float32(self._traj_weight()),
@@ -186,15 +186,22 @@ def _gather_descriptors(values: np.ndarray, initial: np.ndarray, rows: np.ndarra
                         steps: np.ndarray, scale: np.ndarray, traj_weight: np.float32,
                         init_weight: np.float32) -> np.ndarray:  # pragma: no cover
     # One pass writing each descriptor: the float32 products of
-    # ``traj_weight * (values[row, step] * scale)``, then ``init_weight * (initial * scale)``,
-    # non-finite entries 0 (a channel a rollout lacks says nothing about rank).
-    n_ch, n_steps = values.shape[2], steps.shape[1]
+    # ``traj_weight * (value * scale)``, ``value`` interpolated at the fractional grid step
+    # ``steps[i, j]`` as :func:`sim2real.match.grid.SignalGrid.at` does, then
+    # ``init_weight * (initial * scale)``, non-finite entries 0 (a channel a rollout lacks
+    # says nothing about rank).
+    n_ch, n_steps, last = values.shape[2], steps.shape[1], values.shape[1] - 1
+    one = np.float32(1.0)
     out = np.empty((rows.size, (n_steps + 1) * n_ch), dtype=np.float32)
     for i in range(rows.size):
         r = rows[i]
         for j in range(n_steps):
+            left = int(np.floor(steps[i, j]))
+            right = min(left + 1, last)
+            w = np.float32(steps[i, j] - left)
             for c in range(n_ch):
-                v = traj_weight * (values[r, steps[i, j], c] * scale[c])
+                value = values[r, left, c] * (one - w) + values[r, right, c] * w
+                v = traj_weight * (value * scale[c])
                 out[i, j * n_ch + c] = v if np.isfinite(v) else np.float32(0.0)
         for c in range(n_ch):
             v = init_weight * (initial[r, c] * scale[c])

@@ -125,7 +125,8 @@ class RolloutMatcher:
             scale = np.nanstd(bank.grid.values.reshape(-1, bank.grid.values.shape[-1]), axis=0)
         self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
         self.weights_ = family_weights(bank.families, bank.grid.values.shape[-1])
-        self.initial_ = bank.grid.values[:, 0, :]
+        # A copy: a view would read a page of every row of a bank mapped from disk.
+        self.initial_ = np.array(bank.grid.values[:, 0, :])
         self.numeric_scale_ = context_scale(bank.context)
         self.bank_ = bank
         # Only a bank with a large task gets the prefilter; smaller ones keep the exact scan.
