@@ -70,10 +70,17 @@ def test_descriptors_gather_like_numpy(rng: np.random.Generator) -> None:
     values = _with_gaps(rng.normal(size=(60, 80, 4)).astype(np.float32), rng)
     initial = values[:, 0, :]
     rows = np.sort(rng.choice(60, size=25, replace=False))
-    steps = np.sort(rng.integers(0, 80, size=(25, 8)), axis=1)
+    # Fractional grid steps, some whole, the last step included.
+    steps = np.sort(rng.uniform(0, 79, size=(25, 8)), axis=1)
+    steps[:, 0], steps[:, -1] = np.floor(steps[:, 0]), 79.0
     scale = rng.uniform(0.5, 2.0, size=4).astype(np.float32)
     w_traj, w_init = np.float32(0.2), np.float32(0.7)
-    expected = np.concatenate([w_traj * (values[rows[:, None], steps] * scale).reshape(25, -1),
+    left = np.floor(steps).astype(np.int64)
+    right = np.minimum(left + 1, 79)
+    w = (steps - left).astype(np.float32)[:, :, None]
+    at = (values[rows[:, None], left] * (np.float32(1.0) - w)
+          + values[rows[:, None], right] * w)
+    expected = np.concatenate([w_traj * (at * scale).reshape(25, -1),
                                w_init * (initial[rows] * scale)], axis=1)
     expected[~np.isfinite(expected)] = 0.0
     np.testing.assert_array_equal(
