@@ -127,9 +127,9 @@ class DescriptorIndex:
         stop = bank.end_times(rows, end)
         start = np.maximum(stop - length, 0.0)
         times = start[:, None] + (stop - start)[:, None] * self._coarse_fractions()[None, :]
-        # Interpolated as the exact distance does: the nearest grid sample, off by up to
-        # half a step, ranked a fifth of the exact nearest out (recall@5 0.86 against 0.93
-        # on bench fleet s) for the same reads.
+        # Interpolated, as the exact distance reads the window: the nearest grid sample
+        # (off by up to half a step) missed twice as many of the exact nearest rollouts
+        # (recall@5 0.86 against 0.93 on bench fleet s, `bench.prefilter`), same reads.
         steps = np.clip(times / bank.grid.dt, 0.0, float(bank.grid.values.shape[1] - 1))
         scale = (np.sqrt(m.weights_) / m.scale_).astype(np.float32)
         return _gather_descriptors(bank.grid.values, m.initial_, rows, steps, scale,
