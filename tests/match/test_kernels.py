@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim2real.match.grid import SignalGrid
-from sim2real.match.index import _gather_descriptors
+from sim2real.match.index import _scaled_descriptors
 from sim2real.match.matcher import _chunked_std, _mean_sq, _pairwise_sum
 
 
@@ -66,7 +66,7 @@ def test_chunked_std_adds_like_numpy(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(_chunked_std(values, 64), expected)
 
 
-def test_descriptors_gather_like_numpy(rng: np.random.Generator) -> None:
+def test_descriptors_of_interpolated_windows_like_numpy(rng: np.random.Generator) -> None:
     values = _with_gaps(rng.normal(size=(60, 80, 4)).astype(np.float32), rng)
     initial = values[:, 0, :]
     rows = np.sort(rng.choice(60, size=25, replace=False))
@@ -83,5 +83,8 @@ def test_descriptors_gather_like_numpy(rng: np.random.Generator) -> None:
     expected = np.concatenate([w_traj * (at * scale).reshape(25, -1),
                                w_init * (initial[rows] * scale)], axis=1)
     expected[~np.isfinite(expected)] = 0.0
+    grid = SignalGrid(tuple(map(str, range(60))), ("a", "b", "c", "d"), 0.1, values,
+                      np.full(60, 7.9))
+    windows = grid.at(rows, steps * 0.1)
     np.testing.assert_array_equal(
-        _gather_descriptors(values, initial, rows, steps, scale, w_traj, w_init), expected)
+        _scaled_descriptors(windows, initial, rows, scale, w_traj, w_init), expected)

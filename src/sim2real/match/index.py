@@ -130,9 +130,9 @@ class DescriptorIndex:
         # Interpolated, as the exact distance reads the window: the nearest grid sample
         # (off by up to half a step) missed twice as many of the exact nearest rollouts
         # (recall@5 0.86 against 0.93 on bench fleet s, `bench.prefilter`), same reads.
-        steps = np.clip(times / bank.grid.dt, 0.0, float(bank.grid.values.shape[1] - 1))
+        windows = bank.grid.at(rows, times)
         scale = (np.sqrt(m.weights_) / m.scale_).astype(np.float32)
-        return _gather_descriptors(bank.grid.values, m.initial_, rows, steps, scale,
+        return _scaled_descriptors(windows, m.initial_, rows, scale,
                                    np.float32(self._traj_weight()),
                                    np.float32(self._init_weight()))
 
@@ -182,29 +182,21 @@ class DescriptorIndex:
 
 
 @numba.njit(nogil=True, cache=True)
-def _gather_descriptors(values: np.ndarray, initial: np.ndarray, rows: np.ndarray,
-                        steps: np.ndarray, scale: np.ndarray, traj_weight: np.float32,
+def _scaled_descriptors(windows: np.ndarray, initial: np.ndarray, rows: np.ndarray,
+                        scale: np.ndarray, traj_weight: np.float32,
                         init_weight: np.float32) -> np.ndarray:  # pragma: no cover
     # One pass writing each descriptor: the float32 products of
-    # ``traj_weight * (value * scale)``, ``value`` interpolated at the fractional grid step
-    # ``steps[i, j]`` as :func:`sim2real.match.grid.SignalGrid.at` does, then
-    # ``init_weight * (initial * scale)``, non-finite entries 0 (a channel a rollout lacks
-    # says nothing about rank).
-    n_ch, n_steps, last = values.shape[2], steps.shape[1], values.shape[1] - 1
-    one = np.float32(1.0)
+    # ``traj_weight * (windows[i, j] * scale)``, then ``init_weight * (initial * scale)``,
+    # non-finite entries 0 (a channel a rollout lacks says nothing about rank).
+    n_ch, n_steps = windows.shape[2], windows.shape[1]
     out = np.empty((rows.size, (n_steps + 1) * n_ch), dtype=np.float32)
     for i in range(rows.size):
-        r = rows[i]
         for j in range(n_steps):
-            left = int(np.floor(steps[i, j]))
-            right = min(left + 1, last)
-            w = np.float32(steps[i, j] - left)
             for c in range(n_ch):
-                value = values[r, left, c] * (one - w) + values[r, right, c] * w
-                v = traj_weight * (value * scale[c])
+                v = traj_weight * (windows[i, j, c] * scale[c])
                 out[i, j * n_ch + c] = v if np.isfinite(v) else np.float32(0.0)
         for c in range(n_ch):
-            v = init_weight * (initial[r, c] * scale[c])
+            v = init_weight * (initial[rows[i], c] * scale[c])
             out[i, n_steps * n_ch + c] = v if np.isfinite(v) else np.float32(0.0)
     return out
 
