@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from sim2real.match import stream
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, FlatIndex
 from sim2real.match.matcher import RolloutBank, RolloutMatcher, family_weights, window_times
+from sim2real.match.stream import nearest_streamed
 
 
 def _bank(n: int, rng: np.random.Generator) -> RolloutBank:
@@ -30,21 +33,50 @@ def test_prefilter_recall_against_exact_scan() -> None:
     bank = _bank(PREFILTER_MIN_ROLLOUTS + 500, rng)
     matcher = RolloutMatcher(n_neighbors=5).fit(bank)
     assert matcher.index_ is not None and matcher.uses_index("pick")
-    hits = []
+    asks = []
     for row in rng.choice(bank.grid.values.shape[0], size=40, replace=False):
         end = float(rng.uniform(2.0, 6.0))
         window = bank.grid.at(np.array([row]), window_times(np.array([end]), end, 32))[0]
-        initial = bank.grid.values[row, 0]
-        args = (window, initial, bank.context, int(row), "pick", end, end)
-        exact = matcher.query(*args, exclude=int(row))
-        ask = CandidateQuery(window, initial, int(row), "pick", end, end, int(row))
-        cand = matcher.index_.candidates([ask], bank.context)[0]
-        assert int(row) not in cand
-        fast = matcher.query(*args, exclude=int(row), candidates=cand)
+        asks.append(CandidateQuery(window, bank.grid.values[row, 0], int(row), "pick", end,
+                                   end, int(row)))
+    streamed = nearest_streamed(matcher, asks, bank.context)
+    hits = []
+    for ask, fast in zip(asks, streamed, strict=True):
+        exact = matcher.query_many([ask], bank.context, [None])[0]
+        assert ask.exclude not in fast.rows
         hits.append(len(set(exact.rows) & set(fast.rows)) / len(exact.rows))
         if set(exact.rows) == set(fast.rows):
             np.testing.assert_array_equal(exact.distances, fast.distances)
     assert np.mean(hits) >= 0.95
+
+
+def test_streamed_blocks_do_not_change_a_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bank read in many small blocks, over many stripes, finds what one block finds,
+    # and the exact step gives query_many's distances for the same candidates.
+    rng = np.random.default_rng(4)
+    bank = _bank(PREFILTER_MIN_ROLLOUTS + 300, rng)
+    matcher = RolloutMatcher(n_neighbors=5).fit(bank)
+    asks = []
+    for row in rng.choice(bank.grid.values.shape[0], size=30, replace=False):
+        end = float(rng.uniform(2.0, 6.0))
+        window = bank.grid.at(np.array([row]), window_times(np.array([end]), 3.0, 32))[0]
+        asks.append(CandidateQuery(window + 0.05, bank.grid.values[row, 0], int(row), "pick",
+                                   end, 3.0, None))
+    whole = nearest_streamed(matcher, asks, bank.context)
+    monkeypatch.setattr(stream, "_BLOCK_BYTES", 97 * bank.grid.values[0].nbytes)
+    monkeypatch.setattr(stream, "_STRIPES", 3)
+    blocked = nearest_streamed(matcher, asks, bank.context)
+    index = matcher.index_
+    assert index is not None
+    rows = bank.task_rows("pick")
+    for ask, a, b in zip(asks, whole, blocked, strict=True):
+        np.testing.assert_array_equal(a.rows, b.rows)
+        np.testing.assert_array_equal(a.distances, b.distances)
+        found, approx = index.shortlist([ask], bank.context, rows)
+        exact = matcher.query_many([ask], bank.context,
+                                   [np.sort(found[0][np.isfinite(approx[0])])])[0]
+        np.testing.assert_array_equal(exact.rows, a.rows)
+        np.testing.assert_array_equal(exact.distances, a.distances)
 
 
 def test_a_rollouts_descriptor_is_its_own_window_as_a_query_sees_it() -> None:

@@ -14,7 +14,8 @@ from sim2real.engine import run_shared
 from sim2real.match.context import ContextTable
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import CandidateQuery
-from sim2real.match.matcher import RolloutMatcher, window_times
+from sim2real.match.matcher import Match, RolloutMatcher, window_times
+from sim2real.match.stream import Neighbors, nearest_streamed
 
 if TYPE_CHECKING:
     from sim2real.engine import Executor
@@ -138,10 +139,12 @@ def compare(
     Returns:
         One :class:`SegmentDiff` per query (all channels) and its matched sim IDs.
     """
+    streamed = (_nearest_streamed(queries, list(sim_channels), matcher, executor)
+                if sim_channels and matcher.index_ is not None else {})
     job = _CompareJob(queries, tuple(sim_channels), tuple(ref_channels), matcher, reference,
-                      n_segments)
+                      n_segments, streamed)
     n = len(queries.rows)
-    chunks = _chunks(queries, matcher)
+    chunks = [tuple(range(s, min(s + _CHUNK_QUERIES, n))) for s in range(0, n, _CHUNK_QUERIES)]
     parts = run_shared(executor, _compare_chunk, job, chunks)
     diffs: list[SegmentDiff] = [None] * n  # type: ignore[list-item]
     nearest: list[list[str]] = [[] for _ in range(n)]
@@ -157,32 +160,56 @@ def compare(
 # that two workers share the load evenly.
 _CHUNK_QUERIES = 64
 
-
-def _chunks(queries: QuerySet, matcher: RolloutMatcher) -> list[tuple[int, ...]]:
-    """Query numbers per work item: runs of the original order, or (with the prefilter)
-    the queries of one prefilter window group, so each group's descriptors are built once.
-    Fixed by the data alone, never by the executor."""
-    n = len(queries.rows)
-    index = matcher.index_
-    if index is None:
-        return [tuple(range(s, min(s + _CHUNK_QUERIES, n))) for s in range(0, n, _CHUNK_QUERIES)]
-    ends = queries.ends.astype(float)
-    lengths = np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
-    keys = [(str(queries.tasks[i]), round(ends[i] / index.end_quantum),
-             round(lengths[i] / index.end_quantum)) for i in range(n)]
-    groups: dict[tuple[str, int, int], list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
-    return [tuple(members[s:s + _CHUNK_GROUP]) for _, members in sorted(groups.items())
-            for s in range(0, len(members), _CHUNK_GROUP)]
-
-
 # Queries compared with the real successes at once (bounds the interpolated windows).
 _SUCCESS_BLOCK = 128
 
-# With the prefilter, at most this many queries of one window group per work item (each
-# item builds its group's descriptors once; a multiple of the index's query block).
-_CHUNK_GROUP = 2048
+# Queries matched per pass over the bank when it is read block by block: what the passes
+# keep per query (64 candidates from each stripe) stays near 70 MB.
+_WAVE = 8192
+
+
+def _nearest_streamed(queries: QuerySet, sim_channels: list[int], matcher: RolloutMatcher,
+                      executor: Executor | None) -> dict[int, Neighbors]:
+    """The matches of every query whose task the matcher prefilters, by query number:
+    waves of queries, each matched in one pass over the bank (:mod:`sim2real.match.stream`).
+    Waves hold queries of the same window together, so that each stripe builds few
+    descriptor matrices."""
+    index = matcher.index_
+    assert index is not None
+    ends, lengths = _windows(queries)
+    numbers = [i for i in range(len(queries.rows)) if matcher.uses_index(str(queries.tasks[i]))]
+    keys = {i: index.group_key(str(queries.tasks[i]), float(ends[i]), float(lengths[i]))
+            for i in numbers}
+    numbers.sort(key=lambda i: (keys[i], i))
+    found: dict[int, Neighbors] = {}
+    for start in range(0, len(numbers), _WAVE):
+        wave = np.array(numbers[start : start + _WAVE], dtype=np.int64)
+        windows = queries.grid.at(queries.rows[wave],
+                                  window_times(ends[wave], lengths[wave], matcher.n_points))
+        asks = _asks(queries, wave, windows, sim_channels)
+        for i, neighbors in zip(wave, nearest_streamed(matcher, asks, queries.context, executor),
+                                strict=True):
+            found[int(i)] = neighbors
+    return found
+
+
+def _windows(queries: QuerySet) -> tuple[np.ndarray, np.ndarray]:
+    """Every query's failure time and window length (shortened where the episode is)."""
+    ends = queries.ends.astype(float)
+    return ends, np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
+
+
+def _asks(queries: QuerySet, numbers: np.ndarray, windows: np.ndarray,
+          sim_channels: list[int]) -> list[CandidateQuery]:
+    """The queries ``numbers`` as the matcher takes them, from their ``windows`` (all
+    channels): the channels sim records."""
+    ends, lengths = _windows(queries)
+    rows = queries.rows[numbers]
+    return [CandidateQuery(windows[j][:, sim_channels],
+                           queries.grid.values[row, 0, sim_channels], int(i),
+                           str(queries.tasks[i]), float(ends[i]), float(lengths[i]),
+                           int(row) if queries.exclude_self else None)
+            for j, (i, row) in enumerate(zip(numbers, rows, strict=True))]
 
 
 class _ChunkResult(NamedTuple):
@@ -212,21 +239,20 @@ class _CompareJob(NamedTuple):
     matcher: RolloutMatcher
     reference: Reference | None
     n_segments: int
+    streamed: dict[int, Neighbors]
 
 
 def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
     """:func:`compare` for the queries numbered in ``chunk``, in that order.
 
-    Windows are interpolated and compared for the whole chunk at once; only the matching
-    itself runs query by query.
+    Windows are interpolated and compared for the whole chunk at once.
     """
     queries = job.queries
     sim_channels, ref_channels = list(job.sim_channels), list(job.ref_channels)
     matcher, n_segments = job.matcher, job.n_segments
     sim_ids = matcher.bank_.grid.episode_ids
     numbers = np.asarray(chunk, dtype=np.int64)
-    ends = queries.ends[numbers].astype(float)
-    lengths = np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
+    ends, lengths = (a[numbers] for a in _windows(queries))
     windows = queries.grid.at(queries.rows[numbers],
                               window_times(ends, lengths, matcher.n_points))
     prepared = [(i, int(queries.rows[i]), float(ends[j]), float(lengths[j]), windows[j],
@@ -235,11 +261,7 @@ def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
     parts: list[list[SegmentDiff]] = [[] for _ in chunk]
     nearest: list[list[str]] = [[] for _ in chunk]
     if sim_channels:
-        asks = [CandidateQuery(window[:, sim_channels], queries.grid.values[row, 0, sim_channels],
-                               i, str(queries.tasks[i]), end, length, own)
-                for i, row, end, length, window, own in prepared]
-        candidates = _candidates(matcher, asks, queries.context)
-        matches = matcher.query_many(asks, queries.context, candidates)
+        matches = _matches(job, numbers, windows)
         nearest = [[sim_ids[r] for r in match.rows] for match in matches]
         own_windows = windows[:, :, sim_channels]
         for j, diff in enumerate(_diffs(own_windows, [m.windows for m in matches], n_segments)):
@@ -272,19 +294,26 @@ def _diffs(windows: np.ndarray, references: list[np.ndarray],
     return out
 
 
-def _candidates(matcher: RolloutMatcher, asks: list[CandidateQuery],
-                context: ContextTable) -> list[np.ndarray | None]:
-    """Prefiltered bank rows for the queries whose task has many rollouts (others: ``None``,
-    every rollout of the task)."""
-    found: list[np.ndarray | None] = [None] * len(asks)
-    index = matcher.index_
-    if index is None:
-        return found
-    picked = [j for j, q in enumerate(asks) if matcher.uses_index(q.task)]
-    for j, rows in zip(picked, index.candidates([asks[j] for j in picked], context),
-                       strict=True):
-        found[j] = rows
-    return found
+def _matches(job: _CompareJob, numbers: np.ndarray, windows: np.ndarray) -> list[Match]:
+    """The matches of queries ``numbers`` (``windows``: theirs, all channels): streamed
+    ones completed with their rollouts' windows, the others (tasks with few rollouts)
+    scanned here."""
+    matcher = job.matcher
+    ends, lengths = _windows(job.queries)
+    out: list[Match] = [None] * len(numbers)  # type: ignore[list-item]
+    scan = []
+    for j, i in enumerate(numbers):
+        found = job.streamed.get(int(i))
+        if found is None:
+            scan.append(j)
+            continue
+        rows = found.rows
+        out[j] = Match(rows, found.distances, matcher.windows(rows, ends[i], lengths[i]))
+    asks = _asks(job.queries, numbers[scan], windows[scan], list(job.sim_channels))
+    for j, match in zip(scan, matcher.query_many(asks, job.queries.context, [None] * len(asks)),
+                        strict=True):
+        out[j] = match
+    return out
 
 
 def signatures(

@@ -73,25 +73,37 @@ class ContextTable:
         ``numeric_scale``; the mean is over the columns a row of ``self`` has, and a value
         ``other`` lacks counts 0.
         """
-        total = np.zeros((self.size, other.size))
-        count = np.zeros((self.size, 1))
+        return self.pair_distances(np.arange(self.size)[:, None], other,
+                                   np.arange(other.size)[None, :], numeric_scale)
+
+    def pair_distances(self, rows: np.ndarray, other: ContextTable, other_rows: np.ndarray,
+                       numeric_scale: dict[str, float]) -> np.ndarray:
+        """The :meth:`distances` of ``self[rows]`` to ``other[other_rows]``, the two index
+        arrays broadcast against each other (the same numbers, entry by entry)."""
+        rows, other_rows = np.asarray(rows), np.asarray(other_rows)
+        total = np.zeros(np.broadcast_shapes(rows.shape, other_rows.shape))
+        count = np.zeros(rows.shape)
         encoded = "_codes" in other.__dict__ or other.size >= _ENCODE_MIN_ROWS
+        # Strings are looked at once per distinct row, however many pairs share it.
+        distinct, where = np.unique(rows, return_inverse=True)
+        where = where.reshape(rows.shape)
         for name, values in self.categorical.items():
             if name not in other.categorical:
                 continue
-            present = np.array([v is not None for v in values], dtype=bool)[:, None]
+            present = np.array([v is not None for v in values[distinct]], dtype=bool)[where]
             if encoded:
                 codes, vocabulary = other._codes[name]
-                mine = np.array([vocabulary.get(v, -2) for v in values], dtype=np.int64)
-                total += present & (codes[None, :] != mine[:, None])
+                mine = np.array([vocabulary.get(v, -2) for v in values[distinct]],
+                                dtype=np.int64)
+                total += present & (codes[other_rows] != mine[where])
             else:
-                total += present & (other.categorical[name][None, :] != values[:, None])
+                total += present & (other.categorical[name][other_rows] != values[rows])
             count += present
         for name, values in self.numeric.items():
             if name not in other.numeric:
                 continue
-            present = np.isfinite(values)[:, None]
-            diff = (other.numeric[name][None, :] - values[:, None]) / numeric_scale.get(name, 1.0)
+            present = np.isfinite(values)[rows]
+            diff = (other.numeric[name][other_rows] - values[rows]) / numeric_scale.get(name, 1.0)
             square = diff * diff
             total += np.where(present & ~np.isnan(square), square, 0.0)
             count += present

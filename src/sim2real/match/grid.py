@@ -79,7 +79,8 @@ class SignalGrid:
             ``(n, n_points, n_channels)`` values.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        times = np.asarray(times, dtype=np.float64).reshape(rows.size, -1)
+        times = np.asarray(times, dtype=np.float64)
+        times = times.reshape(rows.size, times.shape[-1])
         return _at(self.values, rows, times, float(self.dt))
 
 

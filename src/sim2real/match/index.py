@@ -30,6 +30,7 @@ __all__ = [
     "DescriptorIndex",
     "FlatIndex",
     "coarse_descriptors",
+    "merge_shortlists",
     "paa_descriptors",
 ]
 
@@ -86,31 +87,43 @@ class DescriptorIndex:
         self.matcher_ = matcher
         return self
 
-    def candidates(self, queries: Sequence[CandidateQuery],
-                   context: ContextTable) -> list[np.ndarray]:
-        """Per query, the bank rows worth scoring exactly, in increasing row order."""
-        out: list[np.ndarray] = [np.zeros(0, np.int64)] * len(queries)
+    def group_key(self, task: str, end: float, length: float) -> tuple[str, int, int]:
+        """Queries with the same key (task, failure time and window length rounded to
+        ``end_quantum``) share one matrix of rollout descriptors."""
+        return (task, round(end / self.end_quantum), round(length / self.end_quantum))
+
+    def shortlist(self, queries: Sequence[CandidateQuery], context: ContextTable,
+                  rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``n_candidates`` nearest of ``rows`` (rollouts of the queries' one
+        task, a block of them) by the approximate distance.
+
+        Returns:
+            ``(n_queries, k)`` bank rows and ``(n_queries, k)`` their approximate
+            distances (a query's own ``exclude`` row at infinity), ``k`` the smaller of
+            ``n_candidates`` and ``rows.size``; merge blocks with :func:`merge_shortlists`.
+        """
+        k = min(self.n_candidates, rows.size)
+        best_rows = np.empty((len(queries), k), dtype=np.int64)
+        best = np.empty((len(queries), k))
         groups: dict[tuple[str, int, int], list[int]] = {}
         for i, q in enumerate(queries):
-            key = (q.task, round(q.end / self.end_quantum), round(q.length / self.end_quantum))
-            groups.setdefault(key, []).append(i)
-        for (task, end_q, length_q), members in sorted(groups.items()):
-            rows = self.matcher_.bank_.task_rows(task)
-            if rows.size == 0:
-                continue
+            groups.setdefault(self.group_key(q.task, q.end, q.length), []).append(i)
+        bank_context = self.matcher_.bank_.context.take(rows)
+        for (_, end_q, length_q), members in sorted(groups.items()):
             end, length = end_q * self.end_quantum, length_q * self.end_quantum
             base = self._descriptors(rows, end, max(length, self.end_quantum))
             norms = np.einsum("ij,ij->i", base, base)
-            bank_context = self.matcher_.bank_.context.take(rows)
-            # Blocks of queries: each product reads the bank's descriptors once for the
-            # block, and the (block, n_rows) distance matrices stay small on large banks.
+            # Blocks of queries: each product reads the descriptors once for the block, and
+            # the (block, n_rows) distance matrices stay small.
             for start in range(0, len(members), _QUERY_BLOCK):
-                block = [queries[i] for i in members[start : start + _QUERY_BLOCK]]
-                found = self._nearest(block, context, rows, bank_context, base, norms)
-                for i, chosen in zip(members[start : start + _QUERY_BLOCK], found,
-                                     strict=True):
-                    out[i] = chosen
-        return out
+                block = members[start : start + _QUERY_BLOCK]
+                total = self._approximate([queries[i] for i in block], context, rows,
+                                          bank_context, base, norms)
+                pick = (np.argpartition(total, k - 1, axis=1)[:, :k] if k < rows.size
+                        else np.broadcast_to(np.arange(rows.size), total.shape))
+                best_rows[block] = rows[pick]
+                best[block] = np.take_along_axis(total, pick, axis=1)
+        return best_rows, best
 
     def _coarse_fractions(self) -> np.ndarray:
         n_points = self.matcher_.n_points
@@ -155,9 +168,10 @@ class DescriptorIndex:
         n_ch = self.matcher_.scale_.shape[0]
         return float(np.sqrt(self.matcher_.initial_weight / n_ch))
 
-    def _nearest(self, block: list[CandidateQuery], context: ContextTable, rows: np.ndarray,
-                 bank_context: ContextTable, base: np.ndarray,
-                 norms: np.ndarray) -> list[np.ndarray]:
+    def _approximate(self, block: list[CandidateQuery], context: ContextTable,
+                     rows: np.ndarray, bank_context: ContextTable, base: np.ndarray,
+                     norms: np.ndarray) -> np.ndarray:
+        """``(len(block), rows.size)`` approximate distances: descriptors plus context."""
         m = self.matcher_
         vecs = np.stack([self._query_vector(q) for q in block])
         # One BLAS thread: OpenBLAS sums a product in another order with more threads, so
@@ -166,19 +180,25 @@ class DescriptorIndex:
         with _BLAS.limit(limits=1, user_api="blas"):
             products = vecs @ base.T
         approx = norms[None, :] - 2.0 * products + np.einsum("ij,ij->i", vecs, vecs)[:, None]
-        k = min(self.n_candidates, rows.size)
-        found = []
+        own = np.array([q.context_row for q in block], dtype=np.int64)
+        total = approx + m.context_weight * context.take(own).distances(bank_context,
+                                                                        m.numeric_scale_)
         for j, q in enumerate(block):
-            ctx = context.distance(q.context_row, bank_context, m.numeric_scale_)
-            total = approx[j] + m.context_weight * ctx
             if q.exclude is not None:
-                total[rows == q.exclude] = np.inf
-            best = np.argpartition(total, k - 1)[:k] if k < rows.size else np.arange(rows.size)
-            chosen = rows[best]
-            if q.exclude is not None:
-                chosen = chosen[chosen != q.exclude]
-            found.append(np.sort(chosen))
-        return found
+                total[j, rows == q.exclude] = np.inf
+        return total
+
+
+def merge_shortlists(parts: Sequence[tuple[np.ndarray, np.ndarray]],
+                     k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest per query over several :meth:`DescriptorIndex.shortlist` results
+    (blocks of the same task for the same queries): rows and approximate distances."""
+    rows = np.concatenate([p[0] for p in parts], axis=1)
+    approx = np.concatenate([p[1] for p in parts], axis=1)
+    if rows.shape[1] <= k:
+        return rows, approx
+    pick = np.argpartition(approx, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(rows, pick, axis=1), np.take_along_axis(approx, pick, axis=1)
 
 
 @numba.njit(nogil=True, cache=True)

@@ -16,8 +16,8 @@ from sim2real.match.index import PREFILTER_MIN_ROLLOUTS, CandidateQuery, Descrip
 __all__ = ["Match", "RolloutBank", "RolloutMatcher", "context_scale", "family_weights",
            "window_times"]
 
-# Candidate values (rollouts x points x channels) interpolated at once when scoring a
-# block of queries: ~16 MB of float32, a few times that in float64 temporaries.
+# Candidate values (pairs x points x channels) interpolated at once when scoring pairs:
+# ~16 MB of float32, a few times that in float64 temporaries.
 _BLOCK_VALUES = 1 << 22
 
 
@@ -175,8 +175,7 @@ class RolloutMatcher:
                    candidates: Sequence[np.ndarray | None]) -> list[Match]:
         """:meth:`query` for many failures (the same numbers, query by query).
 
-        Queries with as many rollouts to score are interpolated and measured together,
-        in blocks of bounded size.
+        Every (query, rollout) pair is measured by :meth:`pair_distances`.
 
         Args:
             queries: the failures, as the prefilter takes them.
@@ -190,58 +189,62 @@ class RolloutMatcher:
             if rows is None:
                 rows = bank.task_rows(q.task)
             rows_of.append(rows if q.exclude is None else rows[rows != q.exclude])
-        out: list[Match] = [None] * len(queries)  # type: ignore[list-item]
-        by_size: dict[int, list[int]] = {}
-        for j, rows in enumerate(rows_of):
-            by_size.setdefault(rows.size, []).append(j)
-        n_values = self.n_points * bank.grid.values.shape[-1]
-        for size, members in by_size.items():
-            step = max(1, _BLOCK_VALUES // max(1, size * n_values))
-            for start in range(0, len(members), step):
-                block = members[start : start + step]
-                rows = np.stack([rows_of[j] for j in block]).reshape(len(block), size)
-                for j, match in zip(block, self._score(queries, block, rows, context),
-                                    strict=True):
-                    out[j] = match
-        return out
+        which = np.repeat(np.arange(len(queries)), [rows.size for rows in rows_of])
+        totals = self.pair_distances(queries, context, which,
+                                     np.concatenate([np.zeros(0, np.int64), *rows_of]))
+        bounds = np.cumsum([0] + [rows.size for rows in rows_of])
+        return [self.nearest(q, rows, totals[a:b])
+                for q, rows, a, b in zip(queries, rows_of, bounds[:-1], bounds[1:], strict=True)]
 
-    def _score(self, queries: Sequence[CandidateQuery], block: list[int], rows: np.ndarray,
-               context: ContextTable) -> list[Match]:
-        """The nearest of ``rows[i]`` (``(len(block), size)`` bank rows) for each query
-        ``block[i]``: the distance of the class docstring, then a stable sort."""
+    def nearest(self, query: CandidateQuery, rows: np.ndarray, totals: np.ndarray) -> Match:
+        """The :class:`Match` of ``query`` among ``rows`` (increasing bank rows) at the
+        combined distances ``totals``: the ``n_neighbors`` smallest, ties to the lower row."""
+        nearest = np.argsort(totals, kind="stable")[: min(self.n_neighbors, rows.size)]
+        found = rows[nearest]
+        return Match(found, totals[nearest], self.windows(found, query.end, query.length))
+
+    def windows(self, rows: np.ndarray, end: float, length: float) -> np.ndarray:
+        """``(len(rows), n_points, n_channels)`` the windows of bank ``rows`` that a failure
+        at ``end`` with a window of ``length`` seconds is compared with."""
+        times = window_times(self.bank_.end_times(rows, end), length, self.n_points)
+        return self.bank_.grid.at(rows, times)
+
+    def pair_distances(self, queries: Sequence[CandidateQuery], context: ContextTable,
+                       which: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(n_pairs,)`` the combined distance (the class docstring) of each query
+        ``queries[which[p]]`` to bank row ``rows[p]``; every pair's number depends on that
+        pair alone. Interpolated in blocks of bounded size."""
         bank = self.bank_
-        n, size = rows.shape
         n_ch = bank.grid.values.shape[-1]
-        if size == 0:
-            empty = np.zeros((0, self.n_points, n_ch), dtype=np.float32)
-            return [Match(rows[i], np.zeros(0), empty) for i in range(n)]
-        ends = np.array([queries[j].end for j in block])[:, None]
-        lengths = np.array([queries[j].length for j in block])[:, None]
-        times = window_times(bank.end_times(rows, ends), lengths, self.n_points)
-        found = bank.grid.at(rows.ravel(), times.reshape(n * size, self.n_points))
-        found = found.reshape(n, size, self.n_points, n_ch)
-        windows = np.stack([queries[j].window for j in block])
-        initials = np.stack([queries[j].initial for j in block])
+        out = np.empty(rows.size)
+        if rows.size == 0:
+            return out
+        windows = np.stack([q.window for q in queries])
+        initials = np.stack([q.initial for q in queries])
+        ends = np.array([q.end for q in queries], dtype=float)
+        lengths = np.array([q.length for q in queries], dtype=float)
+        context_rows = np.array([q.context_row for q in queries], dtype=np.int64)
+        bank_symptoms = bank.context.symptom
+        symptoms = (None if context.symptom is None or bank_symptoms is None
+                    else context.symptom[context_rows])
         unit = np.sqrt(self.weights_) / self.scale_
-        traj = _mean_sq(((found - windows[:, None]) * unit).reshape(n * size, -1))
-        init = _mean_sq(((self.initial_[rows] - initials[:, None]) * unit)
-                        .reshape(n * size, 1, n_ch))
-        traj, init = traj.reshape(n, size), init.reshape(n, size)
-        matches = []
-        for i, j in enumerate(block):
-            q = queries[j]
-            ctx = context.distance(q.context_row, bank.context.take(rows[i]),
-                                   self.numeric_scale_)
-            total = traj[i] + self.initial_weight * init[i] + self.context_weight * ctx
-            symptom = None if context.symptom is None else context.symptom[q.context_row]
-            if symptom is not None and bank.context.symptom is not None:
+        step = max(1, _BLOCK_VALUES // (self.n_points * n_ch))
+        for start in range(0, rows.size, step):
+            r, w = rows[start : start + step], which[start : start + step]
+            times = window_times(bank.end_times(r, ends[w]), lengths[w], self.n_points)
+            traj = _mean_sq(((bank.grid.at(r, times) - windows[w]) * unit).reshape(r.size, -1))
+            init = _mean_sq(((self.initial_[r] - initials[w]) * unit).reshape(r.size, 1, n_ch))
+            ctx = context.pair_distances(context_rows[w], bank.context, r, self.numeric_scale_)
+            total = traj + self.initial_weight * init + self.context_weight * ctx
+            if symptoms is not None and bank_symptoms is not None:
                 # A real failure that sim also shows (the same symptom, a similar run) must
                 # meet those sim failures, so that only what sim cannot explain remains.
-                total = total + self.symptom_weight * (bank.context.symptom[rows[i]] != symptom)
-            k = min(self.n_neighbors, size)
-            nearest = np.argsort(total, kind="stable")[:k]
-            matches.append(Match(rows[i][nearest], total[nearest], found[i][nearest]))
-        return matches
+                mine = symptoms[w]
+                labelled = np.array([m is not None for m in mine], dtype=bool)
+                penalty = self.symptom_weight * (bank_symptoms[r] != mine)
+                total = np.where(labelled, total + penalty, total)
+            out[start : start + r.size] = total
+        return out
 
 
 def context_scale(context: ContextTable) -> dict[str, float]:
