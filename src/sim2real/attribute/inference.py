@@ -29,6 +29,7 @@ compared in log space, where multiplicative effects (slip, errors) become additi
 from __future__ import annotations
 
 import warnings
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -270,17 +271,12 @@ class ParameterInference:
         out = [np.zeros(0, np.int64)] * len(w.rows)
         for task in np.unique(tasks):
             members = np.flatnonzero(tasks == task)
-            candidates = bank.task_rows(str(task))
-            if candidates.size == 0:
+            rows = self._candidates(str(task))
+            if rows.size == 0:
                 continue
+            candidates = bank.context.take(rows)
             for block in np.array_split(members, -(-members.size // _CHUNK)):
-                rows = candidates
-                if rows.size > _MAX_CANDIDATES:
-                    # The nearest in context among a random few thousand are as near as
-                    # any: a scan of a fleet-size bank per window would cost its square.
-                    rows = np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
-                dist = w.context.take(block).distances(bank.context.take(rows),
-                                                       self.numeric_scale_)
+                dist = w.context.take(block).distances(candidates, self.numeric_scale_)
                 if exclude_self:
                     dist[w.rows[block][:, None] == rows[None, :]] = np.inf
                 picked = _nearest(dist, self.n_references, rng)
@@ -288,6 +284,22 @@ class ParameterInference:
                     cols = picked[j][np.isfinite(dist[j, picked[j]])]
                     out[i] = rows[cols]
         return out
+
+    def _candidates(self, task: str) -> np.ndarray:
+        """The rollouts of ``task`` that references are drawn from: all, or for a large
+        task the same random :data:`_MAX_CANDIDATES` for every window.
+
+        The nearest in context among a random few thousand are as near as any, and a scan
+        of a fleet-size bank per window would cost its square. One sample for all windows,
+        not one per block of windows: the references' reads then stay within a few
+        thousand rows, not spread over a bank that may be mapped from disk and larger than
+        the memory left for it.
+        """
+        rows = self.bank_.task_rows(task)
+        if rows.size <= _MAX_CANDIDATES:
+            return rows
+        rng = np.random.default_rng([self.seed, zlib.crc32(task.encode())])
+        return np.sort(rng.choice(rows, size=_MAX_CANDIDATES, replace=False))
 
     def _blocks(self, windows: np.ndarray) -> np.ndarray:
         """``(k, n_blocks, n_channels)``: segment means scaled by the sim's spread, then the
