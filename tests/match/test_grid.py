@@ -128,3 +128,23 @@ def test_a_grid_mapped_from_scratch_holds_the_same_values(tmp_path: Path,
     assert isinstance(base, mmap.mmap)
     np.testing.assert_array_equal(mapped.values, held.values)
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_scans_of_a_mapped_grid_read_ahead_and_see_every_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapped grid is read at random by default; scans ask for their rows ahead (any
+    range, aligned or not, even past the end) and cover every row: the narrowed grid and
+    what is recorded are those of the same grid in memory."""
+    import sim2real.match.grid as grid_module
+
+    ds = load_dataset(_dataset(tmp_path))
+    channels = ["absent", "x", "missing_too"]
+    held = build_grid(ds, ["fast", "slow", "fast"], channels, 0.05, 2.0)
+    monkeypatch.setattr(grid_module, "_MAPPED_BYTES", 0)
+    mapped = build_grid(ds, ["fast", "slow", "fast"], channels, 0.05, 2.0,
+                        scratch=tmp_path / "scratch")
+    for first, stop in [(0, 1), (1, 2), (2, 9), (3, 3)]:
+        mapped.prefetch(first, stop)
+    assert [(s.start, s.stop) for s in mapped.scan(2)] == [(0, 2), (2, 3)]
+    assert mapped.recorded().tolist() == held.recorded().tolist() == [False, True, False]
+    np.testing.assert_array_equal(mapped.narrow(["x"]).values, held.narrow(["x"]).values)

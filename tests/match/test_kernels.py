@@ -7,7 +7,7 @@ import pytest
 
 from sim2real.match.grid import SignalGrid
 from sim2real.match.index import _scaled_descriptors
-from sim2real.match.matcher import _chunked_std, _mean_sq, _pairwise_sum
+from sim2real.match.matcher import _mean_sq, _pairwise_sum, _spread_and_start
 
 
 @pytest.fixture
@@ -63,7 +63,11 @@ def test_chunked_std_adds_like_numpy(rng: np.random.Generator) -> None:
         squares += np.square(block).sum(axis=0)
     mean = total / count
     expected = np.sqrt(np.maximum(squares / count - mean**2, 0.0))
-    np.testing.assert_array_equal(_chunked_std(values, 64), expected)
+    grid = SignalGrid(tuple(map(str, range(300))), tuple("abcde"), 0.1, values,
+                      np.full(300, 3.9))
+    spread, start = _spread_and_start(grid, 64)
+    np.testing.assert_array_equal(spread, expected)
+    np.testing.assert_array_equal(start, values[:, 0, :])
 
 
 def test_descriptors_of_interpolated_windows_like_numpy(rng: np.random.Generator) -> None:

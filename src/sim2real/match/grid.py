@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mmap
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["SignalGrid", "build_grid", "mapped_empty", "release"]
 
 _CHUNK_EPISODES = 2048
+# Rows per block of a scan over a whole grid (a few tens of megabytes on a large bank).
+_SCAN_ROWS = 1024
 # Grids above this size get a file of their own when a scratch folder is given.
 _MAPPED_BYTES = 64 << 20
 
@@ -52,7 +54,36 @@ class SignalGrid:
 
     def recorded(self) -> np.ndarray:
         """``(n_channels,)`` whether each channel holds a value anywhere in the grid."""
-        return _any_finite(self.values)
+        seen = np.zeros(self.values.shape[2], dtype=bool)
+        for rows in self.scan():
+            seen |= _any_finite(self.values[rows])
+        return seen
+
+    def scan(self, rows_per_block: int = _SCAN_ROWS) -> Iterator[slice]:
+        """Consecutive blocks of rows covering the grid, each read ahead (:meth:`prefetch`)
+        while the one before is processed: for passes over every row."""
+        n = self.values.shape[0]
+        self.prefetch(0, rows_per_block)
+        for start in range(0, n, rows_per_block):
+            self.prefetch(start + rows_per_block, start + 2 * rows_per_block)
+            yield slice(start, min(start + rows_per_block, n))
+
+    def prefetch(self, first: int, stop: int) -> None:
+        """Have rows ``first`` to ``stop`` (exclusive) of a grid mapped from disk read in the
+        background, in one request (nothing for a grid in memory).
+
+        A mapped grid is read at random by default (:func:`mapped_empty`): a scan over rows
+        in order says here which rows come next.
+        """
+        found = _mapping(self.values)
+        stop = min(stop, self.values.shape[0])
+        if found is None or first >= stop or not hasattr(mmap, "MADV_WILLNEED"):
+            return
+        mapping, offset = found
+        begin = offset + first * self.values.strides[0]
+        aligned = begin - begin % mmap.PAGESIZE
+        mapping.madvise(mmap.MADV_WILLNEED, aligned,
+                        offset + stop * self.values.strides[0] - aligned)
 
     def narrow(self, channels: Sequence[str]) -> SignalGrid:
         """The grid restricted to ``channels`` (a subsequence of its own, in order), without
@@ -64,7 +95,8 @@ class SignalGrid:
         keep = np.array([self.channels.index(c) for c in channels], dtype=np.int64)
         if keep.size and np.any(np.diff(keep) <= 0):
             raise ValueError("narrow keeps channels in their own order")
-        _move_to_front(self.values, keep)
+        for rows in self.scan():
+            _move_to_front(self.values[rows], keep)
         return SignalGrid(self.episode_ids, tuple(channels), self.dt,
                           self.values[:, :, : keep.size], self.durations)
 
@@ -133,6 +165,11 @@ def mapped_empty(shape: tuple[int, ...], scratch: Path | None) -> np.ndarray:
     drops what is not in use when memory runs short, so a bank larger than the machine's
     memory share still fits, and only the rows a step touches are resident. The file is
     removed at once (the mapping keeps it alive until the array is freed).
+
+    The mapping is advised as read at random: a page fault then reads that page, not the
+    device's read-ahead around it (8 MB on some virtual disks, where the windows of a few
+    thousand scattered rows read the whole bank); scans in row order ask for their rows
+    ahead (:meth:`SignalGrid.prefetch`).
     """
     size = int(np.prod(shape)) * 4
     if scratch is None or size <= _MAPPED_BYTES:
@@ -141,17 +178,30 @@ def mapped_empty(shape: tuple[int, ...], scratch: Path | None) -> np.ndarray:
     with tempfile.NamedTemporaryFile(dir=scratch, prefix="grid-", suffix=".f32") as file:
         file.truncate(size)
         mapped = np.memmap(file.name, dtype=np.float32, mode="r+", shape=shape)
+    found = _mapping(mapped)
+    if found is not None and hasattr(mmap, "MADV_RANDOM"):
+        found[0].madvise(mmap.MADV_RANDOM)
     return mapped.view(np.ndarray)  # a plain array (pickles as one) over the mapping
 
 
 def release(values: np.ndarray) -> None:
     """Let the kernel take back the resident pages of a file-backed array (written pages
     stay in the page cache, and come back on the next touch); nothing for others."""
+    found = _mapping(values)
+    if found is not None and hasattr(mmap, "MADV_DONTNEED"):
+        found[0].madvise(mmap.MADV_DONTNEED)
+
+
+def _mapping(values: np.ndarray) -> tuple[mmap.mmap, int] | None:
+    """The file mapping under ``values`` and the byte offset of ``values[0]`` in it; ``None``
+    for an array in memory."""
     base = values
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
-    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        base.madvise(mmap.MADV_DONTNEED)
+    if not isinstance(base, mmap.mmap):
+        return None
+    start = np.frombuffer(base, dtype=np.uint8, count=1).ctypes.data
+    return base, values.ctypes.data - start
 
 
 @numba.njit(nogil=True, cache=True)

@@ -119,14 +119,14 @@ class RolloutMatcher:
 
     def fit(self, bank: RolloutBank) -> RolloutMatcher:
         """Learn each channel's spread and each context number's spread over the rollouts."""
-        if bank.grid.values.shape[0] > PREFILTER_MIN_ROLLOUTS:
-            scale = _chunked_std(bank.grid.values)
+        values = bank.grid.values
+        if values.shape[0] > PREFILTER_MIN_ROLLOUTS:
+            scale, self.initial_ = _spread_and_start(bank.grid)
         else:
-            scale = np.nanstd(bank.grid.values.reshape(-1, bank.grid.values.shape[-1]), axis=0)
+            scale = np.nanstd(values.reshape(-1, values.shape[-1]), axis=0)
+            self.initial_ = np.array(values[:, 0, :])
         self.scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-        self.weights_ = family_weights(bank.families, bank.grid.values.shape[-1])
-        # A copy: a view would read a page of every row of a bank mapped from disk.
-        self.initial_ = np.array(bank.grid.values[:, 0, :])
+        self.weights_ = family_weights(bank.families, values.shape[-1])
         self.numeric_scale_ = context_scale(bank.context)
         self.bank_ = bank
         # Only a bank with a large task gets the prefilter; smaller ones keep the exact scan.
@@ -350,25 +350,32 @@ def _block_sum(a: np.ndarray, lo: int, n: int) -> np.floating:  # pragma: no cov
     return res
 
 
-def _chunked_std(values: np.ndarray, chunk: int = 1024) -> np.ndarray:
-    """``(n_channels,)`` NaN-ignoring standard deviation of ``(n, n_steps, n_channels)``.
+def _spread_and_start(grid: SignalGrid, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_channels,)`` NaN-ignoring standard deviation of a large grid's values, and a
+    copy of every row's first sample, in one scan of the rows (:meth:`SignalGrid.scan`).
 
-    For large banks: float64 sums over chunks of rollouts in one compiled pass, instead of
-    ``np.nanstd``'s several full-size temporaries (same value up to rounding).
+    Float64 sums over chunks of rollouts in one compiled pass, instead of ``np.nanstd``'s
+    several full-size temporaries (same value up to rounding). The first samples are a
+    copy: a view would read a page of every row of a bank mapped from disk at every use.
     """
-    count, total, squares = _chunk_sums(values, chunk)
+    n_ch = grid.values.shape[2]
+    count, total, squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
+    starts = []
+    for rows in grid.scan(chunk):
+        _chunk_sums(grid.values[rows], chunk, count, total, squares)
+        starts.append(np.array(grid.values[rows, 0, :]))
     mean = total / np.maximum(count, 1)
     var = np.maximum(squares / np.maximum(count, 1) - mean**2, 0.0)
-    return np.where(count > 0, np.sqrt(var), np.nan)
+    return (np.where(count > 0, np.sqrt(var), np.nan),
+            np.concatenate([np.zeros((0, n_ch), grid.values.dtype), *starts]))
 
 
 @numba.njit(nogil=True, cache=True)
-def _chunk_sums(values: np.ndarray,
-                chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    # Per chunk of rollouts, finite entries summed in row order, then the chunk sums added:
-    # the additions, in order, of the NumPy version it replaced.
+def _chunk_sums(values: np.ndarray, chunk: int, count: np.ndarray, total: np.ndarray,
+                squares: np.ndarray) -> None:  # pragma: no cover
+    # Per chunk of rollouts, finite entries summed in row order, then the chunk sums added
+    # to the running sums: the additions, in order, of the NumPy version it replaced.
     n_ch = values.shape[2]
-    count, total, squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
     for start in range(0, values.shape[0], chunk):
         part_count, part_total, part_squares = np.zeros(n_ch), np.zeros(n_ch), np.zeros(n_ch)
         for i in range(start, min(start + chunk, values.shape[0])):
@@ -382,4 +389,3 @@ def _chunk_sums(values: np.ndarray,
         count += part_count
         total += part_total
         squares += part_squares
-    return count, total, squares

@@ -12,7 +12,7 @@ one block per worker, whatever the size of the task.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -62,10 +62,12 @@ class _Stripe(NamedTuple):
 
 
 class _Pairs(NamedTuple):
-    """(query, candidate) pairs, in increasing row order."""
+    """(query, candidate) pairs of one stripe, in increasing row order, and the stripe's
+    blocks."""
 
     which: np.ndarray
     rows: np.ndarray
+    blocks: list[np.ndarray]
 
 
 def nearest_streamed(matcher: RolloutMatcher, queries: Sequence[CandidateQuery],
@@ -98,7 +100,8 @@ def nearest_streamed(matcher: RolloutMatcher, queries: Sequence[CandidateQuery],
     positions = [_in_stripe(stripe, which, rows) for stripe in stripes]
     totals = np.empty(rows.size)
     scored = run_shared(executor, _pair_totals, batch,
-                        [_Pairs(which[at], rows[at]) for at in positions])
+                        [_Pairs(which[at], rows[at], stripe.blocks)
+                         for stripe, at in zip(stripes, positions, strict=True)])
     for at, part in zip(positions, scored, strict=True):
         totals[at] = part
     bounds = np.cumsum([0] + [c.size for c in candidates])
@@ -142,12 +145,30 @@ def _shortlist(batch: _Batch, stripe: _Stripe) -> tuple[np.ndarray, np.ndarray]:
     index = batch.matcher.index_
     assert index is not None
     queries = [batch.queries[j] for j in stripe.queries]
-    found = index.shortlist(queries, batch.context, stripe.blocks[0])
-    for rows in stripe.blocks[1:]:
-        found = merge_shortlists([found, index.shortlist(queries, batch.context, rows)],
-                                 index.n_candidates)
+    found = None
+    for rows in _read_ahead(batch, stripe.blocks):
+        part = index.shortlist(queries, batch.context, rows)
+        found = part if found is None else merge_shortlists([found, part], index.n_candidates)
+    assert found is not None
     return found
 
 
 def _pair_totals(batch: _Batch, pairs: _Pairs) -> np.ndarray:
-    return batch.matcher.pair_distances(batch.queries, batch.context, pairs.which, pairs.rows)
+    """The exact distances of the stripe's pairs, block by block."""
+    bounds = np.searchsorted(pairs.rows, [b[0] for b in pairs.blocks[1:]])
+    parts = np.split(np.arange(pairs.rows.size), bounds)
+    scored = [batch.matcher.pair_distances(batch.queries, batch.context, pairs.which[at],
+                                           pairs.rows[at])
+              for at, _ in zip(parts, _read_ahead(batch, pairs.blocks), strict=True)]
+    return np.concatenate([np.zeros(0), *scored])
+
+
+def _read_ahead(batch: _Batch, blocks: list[np.ndarray]) -> Iterator[np.ndarray]:
+    """The blocks in order, each next one read from disk while this one is processed."""
+    grid = batch.matcher.bank_.grid
+    for k, rows in enumerate(blocks):
+        if k == 0:
+            grid.prefetch(int(rows[0]), int(rows[-1]) + 1)
+        if k + 1 < len(blocks):
+            grid.prefetch(int(blocks[k + 1][0]), int(blocks[k + 1][-1]) + 1)
+        yield rows
