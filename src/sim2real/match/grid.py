@@ -24,6 +24,9 @@ __all__ = ["SignalGrid", "build_grid", "mapped_empty", "release"]
 _CHUNK_EPISODES = 2048
 # Rows per block of a scan over a whole grid (a few tens of megabytes on a large bank).
 _SCAN_ROWS = 1024
+# Bytes per read-ahead request: Linux's default read-ahead, what a request may ask for
+# everywhere.
+_PREFETCH_BYTES = 128 << 10
 # Grids above this size get a file of their own when a scratch folder is given.
 _MAPPED_BYTES = 64 << 20
 
@@ -81,9 +84,10 @@ class SignalGrid:
             return
         mapping, offset = found
         begin = offset + first * self.values.strides[0]
-        aligned = begin - begin % mmap.PAGESIZE
-        mapping.madvise(mmap.MADV_WILLNEED, aligned,
-                        offset + stop * self.values.strides[0] - aligned)
+        end = offset + stop * self.values.strides[0]
+        # In pieces: the kernel reads at most the device's read-ahead size per request.
+        for start in range(begin - begin % mmap.PAGESIZE, end, _PREFETCH_BYTES):
+            mapping.madvise(mmap.MADV_WILLNEED, start, min(_PREFETCH_BYTES, end - start))
 
     def narrow(self, channels: Sequence[str]) -> SignalGrid:
         """The grid restricted to ``channels`` (a subsequence of its own, in order), without
