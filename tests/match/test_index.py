@@ -93,7 +93,7 @@ def test_a_rollouts_descriptor_is_its_own_window_as_a_query_sees_it() -> None:
     for row, window, descriptor in zip(rows, windows, described, strict=True):
         ask = CandidateQuery(window, bank.grid.values[row, 0], int(row), "pick", end, length,
                              None)
-        np.testing.assert_allclose(descriptor, index._query_vector(ask), rtol=1e-5,
+        np.testing.assert_allclose(descriptor, index._query_vectors([ask])[0], rtol=1e-5,
                                    atol=1e-6)
 
 

@@ -301,14 +301,16 @@ def _matches(job: _CompareJob, numbers: np.ndarray, windows: np.ndarray) -> list
     matcher = job.matcher
     ends, lengths = _windows(job.queries)
     out: list[Match] = [None] * len(numbers)  # type: ignore[list-item]
-    scan = []
-    for j, i in enumerate(numbers):
-        found = job.streamed.get(int(i))
-        if found is None:
-            scan.append(j)
-            continue
-        rows = found.rows
-        out[j] = Match(rows, found.distances, matcher.windows(rows, ends[i], lengths[i]))
+    found = {j: job.streamed[int(i)] for j, i in enumerate(numbers) if int(i) in job.streamed}
+    scan = [j for j in range(len(numbers)) if j not in found]
+    if found:
+        # One interpolation for every matched rollout of the chunk.
+        owner = np.concatenate([np.full(f.rows.size, numbers[j]) for j, f in found.items()])
+        rows = np.concatenate([f.rows for f in found.values()])
+        windows_of = matcher.windows(rows, ends[owner], lengths[owner])
+        bounds = np.cumsum([0] + [f.rows.size for f in found.values()])
+        for (j, f), a, b in zip(found.items(), bounds[:-1], bounds[1:], strict=True):
+            out[j] = Match(f.rows, f.distances, windows_of[a:b])
     asks = _asks(job.queries, numbers[scan], windows[scan], list(job.sim_channels))
     for j, match in zip(scan, matcher.query_many(asks, job.queries.context, [None] * len(asks)),
                         strict=True):

@@ -109,6 +109,7 @@ class DescriptorIndex:
         for i, q in enumerate(queries):
             groups.setdefault(self.group_key(q.task, q.end, q.length), []).append(i)
         bank_context = self.matcher_.bank_.context.take(rows)
+        vectors = self._query_vectors(queries)
         for (_, end_q, length_q), members in sorted(groups.items()):
             end, length = end_q * self.end_quantum, length_q * self.end_quantum
             base = self._descriptors(rows, end, max(length, self.end_quantum))
@@ -117,8 +118,8 @@ class DescriptorIndex:
             # the (block, n_rows) distance matrices stay small.
             for start in range(0, len(members), _QUERY_BLOCK):
                 block = members[start : start + _QUERY_BLOCK]
-                total = self._approximate([queries[i] for i in block], context, rows,
-                                          bank_context, base, norms)
+                total = self._approximate([queries[i] for i in block], vectors[block],
+                                          context, rows, bank_context, base, norms)
                 pick = (np.argpartition(total, k - 1, axis=1)[:, :k] if k < rows.size
                         else np.broadcast_to(np.arange(rows.size), total.shape))
                 best_rows[block] = rows[pick]
@@ -149,14 +150,19 @@ class DescriptorIndex:
                                    np.float32(self._traj_weight()),
                                    np.float32(self._init_weight()))
 
-    def _query_vector(self, q: CandidateQuery) -> np.ndarray:
+    def _query_vectors(self, queries: Sequence[CandidateQuery]) -> np.ndarray:
+        """``(n_queries, n_features)`` the queries' descriptors, as :meth:`_descriptors`."""
         m = self.matcher_
         unit = np.sqrt(m.weights_) / m.scale_
-        window = q.window[self._coarse()] * unit
-        vec = np.concatenate([self._traj_weight() * window.ravel(),
-                              self._init_weight() * (q.initial * unit)]).astype(np.float32)
-        vec[~np.isfinite(vec)] = 0.0
-        return vec
+        n_ch = unit.size
+        windows = np.stack([q.window for q in queries]).reshape(len(queries), -1, n_ch)
+        initials = np.stack([q.initial for q in queries]).reshape(len(queries), n_ch)
+        coarse = windows[:, self._coarse()] * unit
+        vecs = np.concatenate([self._traj_weight() * coarse.reshape(len(queries), -1),
+                               self._init_weight() * (initials * unit)],
+                              axis=1).astype(np.float32)
+        vecs[~np.isfinite(vecs)] = 0.0
+        return vecs
 
     def _traj_weight(self) -> float:
         # The exact distance averages over n_points x n_channels: weight so that the
@@ -168,12 +174,12 @@ class DescriptorIndex:
         n_ch = self.matcher_.scale_.shape[0]
         return float(np.sqrt(self.matcher_.initial_weight / n_ch))
 
-    def _approximate(self, block: list[CandidateQuery], context: ContextTable,
+    def _approximate(self, block: list[CandidateQuery], vecs: np.ndarray, context: ContextTable,
                      rows: np.ndarray, bank_context: ContextTable, base: np.ndarray,
                      norms: np.ndarray) -> np.ndarray:
-        """``(len(block), rows.size)`` approximate distances: descriptors plus context."""
+        """``(len(block), rows.size)`` approximate distances of the queries (descriptors
+        ``vecs``) to ``rows``: descriptors plus context."""
         m = self.matcher_
-        vecs = np.stack([self._query_vector(q) for q in block])
         # One BLAS thread: OpenBLAS sums a product in another order with more threads, so
         # the candidates would depend on the machine's cores and on the engine (a Ray
         # worker runs one thread, this process as many as there are cores).

@@ -203,9 +203,11 @@ class RolloutMatcher:
         found = rows[nearest]
         return Match(found, totals[nearest], self.windows(found, query.end, query.length))
 
-    def windows(self, rows: np.ndarray, end: float, length: float) -> np.ndarray:
+    def windows(self, rows: np.ndarray, end: float | np.ndarray,
+                length: float | np.ndarray) -> np.ndarray:
         """``(len(rows), n_points, n_channels)`` the windows of bank ``rows`` that a failure
-        at ``end`` with a window of ``length`` seconds is compared with."""
+        at ``end`` with a window of ``length`` seconds is compared with (one of each, or
+        one per row)."""
         times = window_times(self.bank_.end_times(rows, end), length, self.n_points)
         return self.bank_.grid.at(rows, times)
 
