@@ -186,7 +186,7 @@ def _nearest_streamed(queries: QuerySet, sim_channels: list[int], matcher: Rollo
         wave = np.array(numbers[start : start + _WAVE], dtype=np.int64)
         windows = queries.grid.at(queries.rows[wave],
                                   window_times(ends[wave], lengths[wave], matcher.n_points))
-        asks = _asks(queries, wave, windows, sim_channels)
+        asks = _asks(queries, wave, ends[wave], lengths[wave], windows, sim_channels)
         for i, neighbors in zip(wave, nearest_streamed(matcher, asks, queries.context, executor),
                                 strict=True):
             found[int(i)] = neighbors
@@ -199,15 +199,14 @@ def _windows(queries: QuerySet) -> tuple[np.ndarray, np.ndarray]:
     return ends, np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
 
 
-def _asks(queries: QuerySet, numbers: np.ndarray, windows: np.ndarray,
-          sim_channels: list[int]) -> list[CandidateQuery]:
-    """The queries ``numbers`` as the matcher takes them, from their ``windows`` (all
-    channels): the channels sim records."""
-    ends, lengths = _windows(queries)
+def _asks(queries: QuerySet, numbers: np.ndarray, ends: np.ndarray, lengths: np.ndarray,
+          windows: np.ndarray, sim_channels: list[int]) -> list[CandidateQuery]:
+    """The queries ``numbers`` as the matcher takes them, from their failure times, window
+    lengths and ``windows`` (all channels): the channels sim records."""
     rows = queries.rows[numbers]
     return [CandidateQuery(windows[j][:, sim_channels],
                            queries.grid.values[row, 0, sim_channels], int(i),
-                           str(queries.tasks[i]), float(ends[i]), float(lengths[i]),
+                           str(queries.tasks[i]), float(ends[j]), float(lengths[j]),
                            int(row) if queries.exclude_self else None)
             for j, (i, row) in enumerate(zip(numbers, rows, strict=True))]
 
@@ -261,7 +260,7 @@ def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
     parts: list[list[SegmentDiff]] = [[] for _ in chunk]
     nearest: list[list[str]] = [[] for _ in chunk]
     if sim_channels:
-        matches = _matches(job, numbers, windows)
+        matches = _matches(job, numbers, ends, lengths, windows)
         nearest = [[sim_ids[r] for r in match.rows] for match in matches]
         own_windows = windows[:, :, sim_channels]
         for j, diff in enumerate(_diffs(own_windows, [m.windows for m in matches], n_segments)):
@@ -294,24 +293,25 @@ def _diffs(windows: np.ndarray, references: list[np.ndarray],
     return out
 
 
-def _matches(job: _CompareJob, numbers: np.ndarray, windows: np.ndarray) -> list[Match]:
-    """The matches of queries ``numbers`` (``windows``: theirs, all channels): streamed
-    ones completed with their rollouts' windows, the others (tasks with few rollouts)
-    scanned here."""
+def _matches(job: _CompareJob, numbers: np.ndarray, ends: np.ndarray, lengths: np.ndarray,
+             windows: np.ndarray) -> list[Match]:
+    """The matches of queries ``numbers`` (their failure times, window lengths and
+    ``windows``, all channels): streamed ones completed with their rollouts' windows, the
+    others (tasks with few rollouts) scanned here."""
     matcher = job.matcher
-    ends, lengths = _windows(job.queries)
     out: list[Match] = [None] * len(numbers)  # type: ignore[list-item]
     found = {j: job.streamed[int(i)] for j, i in enumerate(numbers) if int(i) in job.streamed}
     scan = [j for j in range(len(numbers)) if j not in found]
     if found:
         # One interpolation for every matched rollout of the chunk.
-        owner = np.concatenate([np.full(f.rows.size, numbers[j]) for j, f in found.items()])
+        owner = np.concatenate([np.full(f.rows.size, j) for j, f in found.items()])
         rows = np.concatenate([f.rows for f in found.values()])
         windows_of = matcher.windows(rows, ends[owner], lengths[owner])
         bounds = np.cumsum([0] + [f.rows.size for f in found.values()])
         for (j, f), a, b in zip(found.items(), bounds[:-1], bounds[1:], strict=True):
             out[j] = Match(f.rows, f.distances, windows_of[a:b])
-    asks = _asks(job.queries, numbers[scan], windows[scan], list(job.sim_channels))
+    asks = _asks(job.queries, numbers[scan], ends[scan], lengths[scan], windows[scan],
+                 list(job.sim_channels))
     for j, match in zip(scan, matcher.query_many(asks, job.queries.context, [None] * len(asks)),
                         strict=True):
         out[j] = match
