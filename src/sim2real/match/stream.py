@@ -55,8 +55,9 @@ class _Batch(NamedTuple):
 
 class _Stripe(NamedTuple):
     """Consecutive rows of one task's rollouts, in blocks, and the numbers of that task's
-    queries in the batch (the same array for every stripe of the task)."""
+    queries in the batch."""
 
+    task: str
     blocks: list[np.ndarray]
     queries: np.ndarray
 
@@ -89,10 +90,10 @@ def nearest_streamed(matcher: RolloutMatcher, queries: Sequence[CandidateQuery],
     stripes = _stripes(matcher, queries)
     lists = run_shared(executor, _shortlist, batch, stripes)
     candidates: list[np.ndarray] = [np.zeros(0, np.int64)] * len(queries)
-    for numbers in {id(s.queries): s.queries for s in stripes}.values():
-        rows, _ = merge_shortlists([found for s, found in zip(stripes, lists, strict=True)
-                                    if s.queries is numbers], index.n_candidates)
-        for j, found in zip(numbers, rows, strict=True):
+    for task in dict.fromkeys(s.task for s in stripes):
+        mine = [(s, found) for s, found in zip(stripes, lists, strict=True) if s.task == task]
+        rows, _ = merge_shortlists([found for _, found in mine], index.n_candidates)
+        for j, found in zip(mine[0][0].queries, rows, strict=True):
             own = queries[j].exclude
             candidates[j] = np.sort(found if own is None else found[found != own])
     which = np.repeat(np.arange(len(queries)), [c.size for c in candidates])
@@ -127,7 +128,7 @@ def _stripes(matcher: RolloutMatcher, queries: Sequence[CandidateQuery]) -> list
         members = np.array(numbers, dtype=np.int64)
         for stripe in np.array_split(rows, min(_STRIPES, max(1, rows.size))):
             blocks = [stripe[s : s + block] for s in range(0, stripe.size, block)]
-            out.append(_Stripe(blocks, members))
+            out.append(_Stripe(task, blocks, members))
     return out
 
 
