@@ -176,7 +176,7 @@ def _nearest_streamed(queries: QuerySet, sim_channels: list[int], matcher: Rollo
     descriptor matrices."""
     index = matcher.index_
     assert index is not None
-    ends, lengths = _windows(queries)
+    ends, lengths = _windows(queries, np.arange(len(queries.rows)))
     numbers = [i for i in range(len(queries.rows)) if matcher.uses_index(str(queries.tasks[i]))]
     keys = {i: index.group_key(str(queries.tasks[i]), float(ends[i]), float(lengths[i]))
             for i in numbers}
@@ -193,9 +193,10 @@ def _nearest_streamed(queries: QuerySet, sim_channels: list[int], matcher: Rollo
     return found
 
 
-def _windows(queries: QuerySet) -> tuple[np.ndarray, np.ndarray]:
-    """Every query's failure time and window length (shortened where the episode is)."""
-    ends = queries.ends.astype(float)
+def _windows(queries: QuerySet, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Queries ``numbers``' failure times and window lengths (shortened where the episode
+    is)."""
+    ends = queries.ends[numbers].astype(float)
     return ends, np.where(ends > 0, np.minimum(queries.length, ends), queries.length)
 
 
@@ -251,7 +252,7 @@ def _compare_chunk(job: _CompareJob, chunk: tuple[int, ...]) -> _ChunkResult:
     matcher, n_segments = job.matcher, job.n_segments
     sim_ids = matcher.bank_.grid.episode_ids
     numbers = np.asarray(chunk, dtype=np.int64)
-    ends, lengths = (a[numbers] for a in _windows(queries))
+    ends, lengths = _windows(queries, numbers)
     windows = queries.grid.at(queries.rows[numbers],
                               window_times(ends, lengths, matcher.n_points))
     prepared = [(i, int(queries.rows[i]), float(ends[j]), float(lengths[j]), windows[j],

@@ -63,13 +63,22 @@ class SignalGrid:
         return seen
 
     def scan(self, rows_per_block: int = _SCAN_ROWS) -> Iterator[slice]:
-        """Consecutive blocks of rows covering the grid, each read ahead (:meth:`prefetch`)
-        while the one before is processed: for passes over every row."""
+        """Consecutive blocks of rows covering the grid, read ahead (:meth:`read_ahead`):
+        for passes over every row."""
         n = self.values.shape[0]
-        self.prefetch(0, rows_per_block)
-        for start in range(0, n, rows_per_block):
-            self.prefetch(start + rows_per_block, start + 2 * rows_per_block)
-            yield slice(start, min(start + rows_per_block, n))
+        spans = [(start, min(start + rows_per_block, n)) for start in range(0, n, rows_per_block)]
+        for first, stop in self.read_ahead(spans):
+            yield slice(first, stop)
+
+    def read_ahead(self, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        """The row spans ``(first, stop)`` in order, each next one read from disk
+        (:meth:`prefetch`) while the one before is processed."""
+        for k, (first, stop) in enumerate(spans):
+            if k == 0:
+                self.prefetch(first, stop)
+            if k + 1 < len(spans):
+                self.prefetch(*spans[k + 1])
+            yield first, stop
 
     def prefetch(self, first: int, stop: int) -> None:
         """Have rows ``first`` to ``stop`` (exclusive) of a grid mapped from disk read in the

@@ -135,9 +135,7 @@ def _stripes(matcher: RolloutMatcher, queries: Sequence[CandidateQuery]) -> list
 def _in_stripe(stripe: _Stripe, which: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Positions of the pairs whose row the stripe holds, in increasing row order."""
     first, last = stripe.blocks[0][0], stripe.blocks[-1][-1]
-    mine = np.zeros(which.size, dtype=bool)
-    mine[np.isin(which, stripe.queries)] = True
-    at = np.flatnonzero(mine & (rows >= first) & (rows <= last))
+    at = np.flatnonzero(np.isin(which, stripe.queries) & (rows >= first) & (rows <= last))
     return at[np.argsort(rows[at], kind="stable")]
 
 
@@ -166,10 +164,6 @@ def _pair_totals(batch: _Batch, pairs: _Pairs) -> np.ndarray:
 
 def _read_ahead(batch: _Batch, blocks: list[np.ndarray]) -> Iterator[np.ndarray]:
     """The blocks in order, each next one read from disk while this one is processed."""
-    grid = batch.matcher.bank_.grid
-    for k, rows in enumerate(blocks):
-        if k == 0:
-            grid.prefetch(int(rows[0]), int(rows[-1]) + 1)
-        if k + 1 < len(blocks):
-            grid.prefetch(int(blocks[k + 1][0]), int(blocks[k + 1][-1]) + 1)
+    spans = [(int(rows[0]), int(rows[-1]) + 1) for rows in blocks]
+    for rows, _ in zip(blocks, batch.matcher.bank_.grid.read_ahead(spans), strict=True):
         yield rows
